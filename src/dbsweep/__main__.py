@@ -1,0 +1,3 @@
+from dbsweep.cli import main
+
+main()

@@ -1,0 +1,178 @@
+"""The dbsweep command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dbsweep import __version__, procs
+from dbsweep.errors import DbsweepError, StudyError
+from dbsweep.store import Store
+from dbsweep.study import Study, load_study
+
+app = typer.Typer(
+    name="dbsweep",
+    help="Find out whether a database engine got faster or slower across versions, builds and configs, and why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+StudyArg = Annotated[Path, typer.Argument(help="The study file (TOML).", show_default=False)]
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", "-w", help="Override the study's workspace directory.")
+]
+
+
+def _study(path: Path, workspace: Path | None) -> Study:
+    study = load_study(path)
+    if workspace is not None:
+        study = study.model_copy(update={"workspace": str(workspace)})
+    return study
+
+
+def _open_store(study: Study, must_exist: bool) -> Store:
+    from dbsweep.runner import store_path
+
+    p = store_path(study)
+    if must_exist and not p.is_file():
+        raise DbsweepError(f"no results yet for {study.title}: {p} does not exist; run `dbsweep run {study.path}`.")
+    return Store(p)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"dbsweep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """dbsweep: build, run, measure and compare database engines."""
+
+
+@app.command()
+def validate(study: StudyArg) -> None:
+    """Check a study file and print what it would run."""
+    from dbsweep.runner import plan
+
+    s = load_study(study)
+    cells = plan(s)
+    console.print(
+        f"[green]ok[/green] {study}: engine {s.engine}, {len(s.targets)} targets "
+        f"(base {s.base}), {len(s.steps())} steps + load, clients {s.suite.clients}, "
+        f"{s.repeats} repetition(s): {len(cells)} cells"
+    )
+
+
+@app.command()
+def run(
+    study: StudyArg,
+    workspace: WorkspaceOpt = None,
+    rerun_failed: Annotated[bool, typer.Option("--rerun-failed", help="Retry cells that failed before.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start a new run id instead of continuing.")] = False,
+    keep_data: Annotated[
+        bool, typer.Option("--keep-data", help="Keep data directories after their cells are done.")
+    ] = False,
+) -> None:
+    """Run the cells of a study that have no result yet, then print the report."""
+    from dbsweep.report import data as report_data
+    from dbsweep.report import terminal
+    from dbsweep.runner import Runner, open_run
+
+    s = _study(study, workspace)
+    store = _open_store(s, must_exist=False)
+    try:
+        run_id = open_run(s, store, fresh)
+        try:
+            with procs.cleanup_on_exit():
+                outcome = Runner(s, store, console, rerun_failed=rerun_failed, keep_data=keep_data).run(run_id)
+        except KeyboardInterrupt:
+            err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
+            raise typer.Exit(130) from None
+        if outcome.done == 0 and outcome.failed == 0:
+            console.print(f"Nothing to run: every cell of run {run_id} has a result.")
+        else:
+            console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+        if outcome.skipped_failed:
+            console.print(
+                f"[yellow]{outcome.skipped_failed} cells failed earlier and were not retried; "
+                "use --rerun-failed to retry them.[/yellow]"
+            )
+        terminal.render(report_data.gather(s, store, run_id), console)
+        if outcome.failed:
+            raise typer.Exit(1)
+    finally:
+        store.close()
+
+
+@app.command()
+def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
+    """Show which cells are done, failed or pending."""
+    from dbsweep.runner import plan
+
+    s = _study(study, workspace)
+    store = _open_store(s, must_exist=False)
+    try:
+        latest = store.latest_run(s.title)
+        stored = store.statuses(latest[0]) if latest else {}
+        table = Table(title=f"{s.title}: run {latest[0] if latest else '(none yet)'}", title_justify="left")
+        for col in ("target", "step", "clients", "rep", "status", "error"):
+            table.add_column(col)
+        counts = {"done": 0, "failed": 0, "pending": 0}
+        for key in plan(s):
+            st, error = stored.get(key, ("pending", None))
+            counts[st] += 1
+            style = {"done": "green", "failed": "red", "pending": "yellow"}[st]
+            table.add_row(
+                key.target,
+                key.step,
+                str(key.clients),
+                str(key.repetition),
+                f"[{style}]{st}[/]",
+                (error or "").splitlines()[0][:80] if error else "",
+            )
+        console.print(table)
+        console.print(f"done {counts['done']}, failed {counts['failed']}, pending {counts['pending']}")
+    finally:
+        store.close()
+
+
+@app.command()
+def report(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
+    """Print QPS per target and step and QPS relative to the base."""
+    from dbsweep.report import data as report_data
+    from dbsweep.report import terminal
+
+    s = _study(study, workspace)
+    store = _open_store(s, must_exist=True)
+    try:
+        latest = store.latest_run(s.title)
+        if latest is None:
+            raise DbsweepError(f"no runs of {s.title} in {store.path}; run `dbsweep run {study}` first.")
+        terminal.render(report_data.gather(s, store, latest[0]), console)
+    finally:
+        store.close()
+
+
+def main() -> None:
+    try:
+        app()
+    except StudyError as e:
+        for p in e.problems:
+            err.print(f"[red]error:[/red] {p}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except DbsweepError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(1)

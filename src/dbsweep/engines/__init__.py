@@ -1,0 +1,3 @@
+"""One module per engine: where installs come from, and the server lifecycle."""
+
+ENGINES = ("postgres",)

@@ -1,0 +1,363 @@
+"""Postgres: where an install comes from, initdb, the config diff, start, probe, stop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+
+from dbsweep import procs
+from dbsweep.errors import ServerError
+
+SYSTEM_ROOT = Path("/usr/lib/postgresql")
+DB_USER = "dbsweep"
+DB_NAME = "dbsweep"
+# Postgres refuses to run as root; when dbsweep is root, servers run as this user.
+SERVER_USERS = ("dbsweep", "postgres")
+# Unix socket paths are limited to 107 bytes (sun_path), including ".s.PGSQL.NNNNN".
+_SOCKET_PATH_MAX = 107 - len("/.s.PGSQL.65535")
+
+
+@dataclass(frozen=True)
+class Install:
+    """A Postgres installation: its bin directory and what produced it."""
+
+    bindir: Path
+    version: str
+    source: str
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def bin(self, name: str) -> Path:
+        return self.bindir / name
+
+
+def system_majors() -> list[str]:
+    if not SYSTEM_ROOT.is_dir():
+        return []
+    majors = [p.name for p in SYSTEM_ROOT.iterdir() if (p / "bin" / "postgres").is_file()]
+    return sorted(majors, key=lambda m: int(m) if m.isdigit() else 0)
+
+
+def _pg_config(bindir: Path) -> dict[str, str]:
+    exe = bindir / "pg_config"
+    if not exe.is_file():
+        return {}
+    out: dict[str, str] = {}
+    for line in subprocess.run([exe], capture_output=True, text=True, check=False).stdout.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _debian_package(major: str) -> str:
+    pkg = f"postgresql-{major}"
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True, text=True, check=False)
+    return f"{pkg} {r.stdout.strip()}" if r.returncode == 0 else pkg
+
+
+def system_install(source: str) -> Install:
+    """The Postgres from Debian's packages: `system` (newest installed) or `system:MAJOR`."""
+    majors = system_majors()
+    want = source.partition(":")[2]
+    if not majors:
+        raise ServerError(
+            f"source {source!r}: no Postgres from Debian's packages is installed under {SYSTEM_ROOT}; "
+            "run scripts/setup.sh (it installs postgresql-15)."
+        )
+    if want and want not in majors:
+        raise ServerError(f"source {source!r}: Postgres {want} is not installed; have: {', '.join(majors)}")
+    major = want or majors[-1]
+    bindir = SYSTEM_ROOT / major / "bin"
+    version = subprocess.run([bindir / "postgres", "--version"], capture_output=True, text=True, check=True).stdout
+    pgc = _pg_config(bindir)
+    return Install(
+        bindir=bindir,
+        version=version.strip(),
+        source=source,
+        provenance={
+            "source": source,
+            "source_identity": _debian_package(major),
+            "version": version.strip(),
+            "bindir": str(bindir),
+            "cc": pgc.get("CC", ""),
+            "cflags": pgc.get("CFLAGS", ""),
+            "ldflags": pgc.get("LDFLAGS", ""),
+            "configure": pgc.get("CONFIGURE", ""),
+        },
+    )
+
+
+def server_user() -> str | None:
+    """The user servers run as: None (ourselves) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    wanted = os.environ.get("DBSWEEP_SERVER_USER")
+    for name in [wanted] if wanted else SERVER_USERS:
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise ServerError(
+        "dbsweep runs as root but Postgres refuses to; create the user 'dbsweep' "
+        "(scripts/setup.sh does) or set DBSWEEP_SERVER_USER to an unprivileged user."
+    )
+
+
+def _chown(path: Path, user: str | None) -> None:
+    if user is not None:
+        pw = pwd.getpwnam(user)
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def relevant_log_lines(log: Path, limit: int = 12) -> str:
+    """The lines of a server log that explain a failure, else its tail."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(no log at {log})"
+    keys = re.compile(r"\b(FATAL|PANIC|ERROR|could not|invalid|unrecognized|error)\b", re.IGNORECASE)
+    hits = [ln for ln in lines if keys.search(ln)]
+    chosen = (hits or lines)[-limit:]
+    return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
+
+
+def stop_stale(datadir: Path) -> None:
+    """Stops a server a killed dbsweep left on this data directory, if any."""
+    pidfile = datadir / "postmaster.pid"
+    if not pidfile.is_file():
+        return
+    try:
+        pid = int(pidfile.read_text().split()[0])
+        proc = psutil.Process(pid)
+        if "postgres" not in proc.name() and "postmaster" not in proc.name():
+            return
+    except (ValueError, IndexError, OSError, psutil.Error):
+        return
+    with contextlib.suppress(psutil.Error):
+        proc.send_signal(signal.SIGINT)  # fast shutdown
+        try:
+            proc.wait(timeout=60)
+        except psutil.TimeoutExpired:
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(timeout=30)
+
+
+@dataclass
+class Server:
+    """One Postgres instance: a data directory in the workspace and, while running, its process."""
+
+    install: Install
+    home: Path  # holds pgdata/, the password and the logs
+    config_name: str
+    config_text: str
+    user: str | None = None
+    port: int = 0
+    socket_dir: Path | None = None
+    proc: subprocess.Popen[Any] | None = None
+    _own_socket_dir: bool = False
+
+    @property
+    def datadir(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def password_file(self) -> Path:
+        return self.home / "password"
+
+    @property
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+    def initialized(self) -> bool:
+        return (
+            (self.datadir / "PG_VERSION").is_file()
+            and self.password_file.is_file()
+            and (self.home / "initialized").is_file()
+        )
+
+    def init(self) -> None:
+        """A fresh data directory with the config diff appended and a generated password."""
+        stop_stale(self.datadir)
+        if self.home.exists():
+            shutil.rmtree(self.home)
+        self.home.mkdir(parents=True)
+        _chown(self.home, self.user)
+        self.home.chmod(0o700)
+        pw = secrets.token_urlsafe(24)
+        self.password_file.write_text(pw + "\n")
+        self.password_file.chmod(0o600)
+        _chown(self.password_file, self.user)
+        r = procs.run_as(
+            [
+                self.install.bin("initdb"),
+                "-D",
+                self.datadir,
+                "-U",
+                DB_USER,
+                f"--pwfile={self.password_file}",
+                "--auth=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--data-checksums",
+            ],
+            user=self.user,
+        )
+        if r.returncode != 0:
+            tail = "\n".join("    " + ln for ln in r.stdout.splitlines()[-12:])
+            raise ServerError(f"initdb failed for {self.home} (exit {r.returncode}):\n{tail}")
+        conf = self.datadir / "postgresql.conf"
+        with conf.open("a") as f:
+            f.write(f"\n# ---- dbsweep: config diff {self.config_name} ----\n{self.config_text.rstrip()}\n")
+        (self.home / "initialized").write_text(self.config_name + "\n")
+
+    def _pick_socket_dir(self) -> Path:
+        wanted = self.home / "sock"
+        if len(str(wanted)) <= _SOCKET_PATH_MAX:
+            wanted.mkdir(exist_ok=True)
+            self._own_socket_dir = False
+            path = wanted
+        else:
+            # The workspace path is too long for a Unix socket: use a private directory in /tmp.
+            path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
+            self._own_socket_dir = True
+        path.chmod(0o700)
+        _chown(path, self.user)
+        return path
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Starts on a free loopback port and a private socket; waits until it answers."""
+        stop_stale(self.datadir)
+        self.socket_dir = self._pick_socket_dir()
+        for attempt in range(3):
+            self.port = free_port()
+            logf = self.log.open("ab")
+            try:
+                self.proc = procs.spawn(
+                    [
+                        self.install.bin("postgres"),
+                        "-D",
+                        self.datadir,
+                        "-c",
+                        f"port={self.port}",
+                        "-c",
+                        "listen_addresses=127.0.0.1",
+                        "-c",
+                        f"unix_socket_directories={self.socket_dir}",
+                        "-c",
+                        "unix_socket_permissions=0700",
+                    ],
+                    user=self.user,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    # A fast shutdown when dbsweep dies: the data directory stays consistent for a resume.
+                    death_signal=signal.SIGINT,
+                )
+            finally:
+                logf.close()
+            try:
+                self._wait_ready(timeout)
+                self._ensure_database()
+                return
+            except ServerError as e:
+                self.stop()
+                port_taken = "could not bind" in self.log.read_text(errors="replace").splitlines()[-5:].__str__()
+                if attempt < 2 and port_taken:
+                    continue
+                raise e
+        raise AssertionError("unreachable")
+
+    def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
+        return {
+            "host": "127.0.0.1",
+            "port": self.port,
+            "user": DB_USER,
+            "password": self.password,
+            "dbname": dbname,
+            "connect_timeout": 5,
+        }
+
+    def connect(self, dbname: str = DB_NAME, autocommit: bool = True) -> psycopg.Connection[Any]:
+        return psycopg.connect(**self.conninfo(dbname), autocommit=autocommit)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(
+                    f"Postgres exited during start (code {self.proc.returncode}); "
+                    f"from {self.log}:\n{relevant_log_lines(self.log)}"
+                )
+            try:
+                with psycopg.connect(**self.conninfo("postgres")) as c:
+                    c.execute("SELECT 1")
+                return
+            except psycopg.OperationalError as e:
+                last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                time.sleep(0.1)
+        raise ServerError(
+            f"Postgres did not answer within {timeout:.0f} s ({last}); from {self.log}:\n{relevant_log_lines(self.log)}"
+        )
+
+    def _ensure_database(self) -> None:
+        with self.connect("postgres") as c:
+            if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone() is None:
+                c.execute(f"CREATE DATABASE {DB_NAME}")
+
+    def settings(self) -> list[dict[str, Any]]:
+        """Settings that differ from the built-in defaults, as the running server reports them."""
+        with self.connect() as c:
+            rows = c.execute(
+                "SELECT name, setting, unit, source FROM pg_settings "
+                "WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
+            ).fetchall()
+        return [{"name": r[0], "setting": r[1], "unit": r[2], "source": r[3]} for r in rows]
+
+    def server_version(self) -> str:
+        with self.connect() as c:
+            row = c.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else ""
+
+    def stop(self) -> None:
+        """Fast shutdown, then immediate, then kill: never leaves the server behind."""
+        if self.proc is not None:
+            procs.terminate(self.proc, signal.SIGINT, timeout=120)
+            if self.proc.returncode not in (0, None):
+                # An immediate shutdown was needed or the server crashed; the log says which.
+                pass
+            self.proc = None
+        stop_stale(self.datadir)
+        if self._own_socket_dir and self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)

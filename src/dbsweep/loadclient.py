@@ -1,0 +1,79 @@
+"""Runs dbsweep-load for one step and reads its JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbsweep import paths, procs
+from dbsweep.errors import StepError
+
+
+@dataclass
+class Connection:
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: str
+
+    def args(self) -> list[str]:
+        return ["--host", self.host, "--port", str(self.port), "--user", self.user, "--dbname", self.dbname]
+
+
+@dataclass
+class StepOutput:
+    summary: dict[str, Any]
+    seconds: list[dict[str, Any]] = field(default_factory=list)
+
+
+def version() -> str:
+    r = subprocess.run([paths.load_binary(), "--version"], capture_output=True, text=True, check=False)
+    return r.stdout.strip()
+
+
+def run(
+    command: Sequence[str],
+    conn: Connection,
+    log: Path,
+    on_second: Callable[[dict[str, Any]], None] | None = None,
+) -> StepOutput:
+    """Runs `dbsweep-load COMMAND ...`; returns its summary and per-second lines."""
+    exe = paths.load_binary()
+    env = {**os.environ, "DBSWEEP_PGPASSWORD": conn.password}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    seconds: list[dict[str, Any]] = []
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    with log.open("w") as err:
+        proc = procs.spawn([exe, *command, *conn.args()], stdout=subprocess.PIPE, stderr=err, env=env, text=True)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                kind = msg.get("type")
+                if kind == "second":
+                    seconds.append(msg)
+                    if on_second is not None:
+                        on_second(msg)
+                elif kind == "summary":
+                    summary = msg
+                elif kind == "error":
+                    error = str(msg.get("message"))
+            proc.wait()
+        finally:
+            procs.terminate(proc)
+    if proc.returncode != 0 or summary is None:
+        if error is None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+            error = "; ".join(tail) or f"exit code {proc.returncode}"
+        raise StepError(f"dbsweep-load {command[0]} failed: {error}")
+    return StepOutput(summary=summary, seconds=seconds)

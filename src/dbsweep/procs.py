@@ -1,0 +1,137 @@
+"""Child processes that never outlive dbsweep.
+
+Every server and load client is started here. Each child asks the kernel to
+signal it when dbsweep dies (PR_SET_PDEATHSIG), so even a SIGKILL of dbsweep
+stops them; on a normal exit, an error or Ctrl-C, `stop_all` stops them in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import pwd
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+_children: list[subprocess.Popen[Any]] = []
+_lock = threading.Lock()
+
+
+def _die_with_parent(sig: int) -> Callable[[], None]:
+    def preexec() -> None:
+        # Runs in the child after the switch to the server user: a credential change
+        # clears the death signal, so it must be set here, after it.
+        _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
+def spawn(
+    args: Sequence[str | Path],
+    *,
+    user: str | None = None,
+    death_signal: int = signal.SIGKILL,
+    stdout: int | IO[Any] | None = None,
+    stderr: int | IO[Any] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    text: bool = False,
+) -> subprocess.Popen[Any]:
+    """Starts a child in its own session (so Ctrl-C reaches dbsweep, which stops it in order)."""
+    kwargs: dict[str, Any] = {}
+    if user is not None and os.geteuid() == 0:
+        pw = pwd.getpwnam(user)
+        kwargs.update(user=pw.pw_uid, group=pw.pw_gid, extra_groups=[])
+    proc = subprocess.Popen(
+        [str(a) for a in args],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        env=env,
+        cwd=cwd,
+        text=text,
+        start_new_session=True,
+        preexec_fn=_die_with_parent(death_signal),
+        **kwargs,
+    )
+    with _lock:
+        _children.append(proc)
+    return proc
+
+
+def forget(proc: subprocess.Popen[Any]) -> None:
+    with _lock:
+        if proc in _children:
+            _children.remove(proc)
+
+
+def terminate(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+    """Sends `sig`, waits, then kills; the process is reaped either way."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    forget(proc)
+
+
+def stop_all() -> None:
+    """Stops every child still running, newest first."""
+    with _lock:
+        procs = list(reversed(_children))
+    for p in procs:
+        terminate(p, signal.SIGTERM, timeout=30.0)
+
+
+def run_as(
+    args: Sequence[str | Path], *, user: str | None, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Runs a short command to completion (initdb and the like), as `user` when root."""
+    proc = spawn(args, user=user, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except BaseException:
+        terminate(proc, signal.SIGKILL)
+        raise
+    forget(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, None)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C so cleanup runs."""
+
+
+@contextlib.contextmanager
+def cleanup_on_exit() -> Iterator[None]:
+    """Turns SIGTERM and SIGHUP into KeyboardInterrupt and stops all children on the way out."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise _Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        # A second Ctrl-C during cleanup must not leave servers behind.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            stop_all()
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            for s, h in old.items():
+                signal.signal(s, h)

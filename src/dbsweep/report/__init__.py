@@ -1,0 +1,1 @@
+"""Reports of a study's results. One module per output format."""

@@ -1,0 +1,330 @@
+"""Runs a study: plans its cells, brings each target's server up, runs the steps, stores every cell.
+
+Cells are grouped by (repetition, target): one data directory, one load, then the
+suite's steps in order. Within a repetition the targets alternate direction from
+one repetition to the next (A B, then B A), so slow drift of the machine lands on
+every target alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from dbsweep import __version__, loadclient, paths
+from dbsweep.engines import postgres
+from dbsweep.errors import DbsweepError, ServerError, StepError
+from dbsweep.hostinfo import host_facts
+from dbsweep.store import CellKey, CellResult, Store, now
+from dbsweep.study import Study, Target
+from dbsweep.suites import LOAD_STEP, STEPS
+
+# A step whose failed events exceed this share of all events is marked failed.
+MAX_ERROR_RATE = 0.01
+
+
+def plan(study: Study) -> list[CellKey]:
+    """Every cell of the study, in the order they run."""
+    cells: list[CellKey] = []
+    for rep in range(1, study.repeats + 1):
+        order = study.targets if rep % 2 == 1 else list(reversed(study.targets))
+        for t in order:
+            cells.append(CellKey(t.label, LOAD_STEP, 1, rep))
+            for step in study.steps():
+                for clients in study.suite.clients:
+                    cells.append(CellKey(t.label, step, clients, rep))
+    return cells
+
+
+def config_text(study: Study, target: Target) -> str:
+    return (paths.configs_root() / study.engine / f"{target.config}.conf").read_text()
+
+
+def target_spec(study: Study, target: Target) -> dict[str, Any]:
+    text = config_text(study, target)
+    return {
+        "source": target.source,
+        "variant": target.variant,
+        "config": target.config,
+        "config_sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
+
+
+def store_path(study: Study) -> Path:
+    return study.workspace_dir / "results.db"
+
+
+def open_run(study: Study, store: Store, fresh: bool) -> int:
+    """The run id to continue (the study's latest) or a new one."""
+    study_id = store.study_id(study.title, str(study.path))
+    latest = store.latest_run(study.title)
+    key = study.measurement_key()
+    if latest is None or fresh:
+        run_id = store.new_run(study_id, key, study.path.read_text())
+    else:
+        run_id, old_key = latest
+        if old_key != key:
+            raise DbsweepError(
+                f"the study's suite settings changed since run {run_id} started, so its results would mix; "
+                "run with --fresh to start a new run."
+            )
+    for t in study.targets:
+        try:
+            store.ensure_target(run_id, t.label, study.engine, target_spec(study, t))
+        except ValueError:
+            raise DbsweepError(
+                f"target {t.label!r} (or its config file) changed since run {run_id} started; "
+                "run with --fresh to start a new run."
+            ) from None
+    return run_id
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    done: int = 0
+    failed: int = 0
+    skipped_failed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def _normalise(summary: dict[str, Any]) -> dict[str, Any]:
+    """The fields every step result has, whatever the step: operations, seconds, rate."""
+    s = dict(summary)
+    if s.get("workload") == "prepare":
+        s.update(ops_name="rows", operations=s["rows"], events=s["rows"], rate=s["rows_per_sec"], tps=s["rows_per_sec"])
+    else:
+        s.update(ops_name="queries", operations=s["queries"], events=s["events"], rate=s["qps"])
+    return s
+
+
+def _advancer(progress: Progress, task: TaskID, by_rows: bool) -> Callable[[dict[str, Any]], None]:
+    """Moves a step's bar on each per-second line: by rows for the load, by one second otherwise."""
+
+    def advance(line: dict[str, Any]) -> None:
+        progress.advance(task, line["ops"] if by_rows else 1)
+
+    return advance
+
+
+class Runner:
+    def __init__(
+        self, study: Study, store: Store, console: Console, *, rerun_failed: bool = False, keep_data: bool = False
+    ) -> None:
+        self.study = study
+        self.store = store
+        self.console = console
+        self.rerun_failed = rerun_failed
+        self.keep_data = keep_data
+        self.user = postgres.server_user()
+        self.host = host_facts(study.workspace_dir)
+        self.load_version = loadclient.version()
+
+    def home(self, target: Target, rep: int) -> Path:
+        return self.study.workspace_dir / "data" / self.study.title / target.slug / f"r{rep}"
+
+    def run(self, run_id: int) -> Outcome:
+        out = Outcome(run_id)
+        status = self.store.statuses(run_id)
+        todo: list[CellKey] = []
+        for key in plan(self.study):
+            st = status.get(key)
+            if st is None or (st[0] == "failed" and self.rerun_failed):
+                todo.append(key)
+            elif st[0] == "failed":
+                out.skipped_failed += 1
+        if not todo:
+            return out
+        groups: dict[tuple[int, str], list[CellKey]] = {}
+        for key in todo:
+            groups.setdefault((key.repetition, key.target), []).append(key)
+        target_ids = self.store.target_ids(run_id)
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+            TextColumn("{task.fields[unit]}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        ) as progress:
+            overall = progress.add_task("cells", total=len(todo), unit="cells")
+            for (rep, label), keys in groups.items():
+                target = self.study.target(label)
+                self._run_group(target, rep, keys, status, target_ids[label], out, progress, overall)
+        return out
+
+    def _record(self, target_id: int, result: CellResult, out: Outcome) -> None:
+        self.store.write_cell(out.run_id, target_id, result)
+        if result.status == "done":
+            out.done += 1
+        else:
+            out.failed += 1
+            out.failures.append(f"{result.key}: {result.error}")
+
+    def _fail_all(
+        self, keys: list[CellKey], target_id: int, error: str, out: Outcome, progress: Progress, overall: TaskID
+    ) -> None:
+        t = now()
+        for key in keys:
+            self._record(target_id, CellResult(key, "failed", t, t, error=error), out)
+            progress.advance(overall)
+
+    def _run_group(
+        self,
+        target: Target,
+        rep: int,
+        keys: list[CellKey],
+        status: dict[CellKey, tuple[str, str | None]],
+        target_id: int,
+        out: Outcome,
+        progress: Progress,
+        overall: TaskID,
+    ) -> None:
+        try:
+            install = postgres.system_install(target.source)
+        except ServerError as e:
+            self._fail_all(keys, target_id, str(e), out, progress, overall)
+            return
+        server = postgres.Server(
+            install=install,
+            home=self.home(target, rep),
+            config_name=target.config,
+            config_text=config_text(self.study, target),
+            user=self.user,
+        )
+        load_key = CellKey(target.label, LOAD_STEP, 1, rep)
+        load_todo = load_key in keys
+        reloaded = False
+        try:
+            if load_todo or not (server.initialized() and (server.home / "loaded").is_file()):
+                # A fresh data directory whenever the load runs: resuming never builds on half a load.
+                reloaded = not load_todo
+                progress.console.print(f"[dim]{target.label} r{rep}: initdb and start[/dim]")
+                server.init()
+            server.start()
+        except ServerError as e:
+            server.stop()
+            self._fail_all(keys, target_id, str(e), out, progress, overall)
+            progress.console.print(f"[red]{target.label}: {e}[/red]")
+            return
+        try:
+            prov = self._provenance(server, install, target, reloaded)
+            build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
+            conn = loadclient.Connection(
+                host=str(server.socket_dir) if self.study.suite.connect == "socket" else "127.0.0.1",
+                port=server.port,
+                user=postgres.DB_USER,
+                dbname=postgres.DB_NAME,
+                password=server.password,
+            )
+            if reloaded:
+                progress.console.print(f"[dim]{target.label} r{rep}: reloading the tables to resume[/dim]")
+                self._step(server, conn, load_key, lambda m: None)
+            for key in keys:
+                task = progress.add_task(
+                    f"{target.label} r{rep} {key.step} c{key.clients}", total=self._expected_seconds(key), unit="s"
+                )
+                started = now()
+                try:
+                    # The load advances by rows, a timed step by seconds.
+                    summary, lines = self._step(
+                        server,
+                        conn,
+                        key,
+                        _advancer(progress, task, by_rows=key.step == LOAD_STEP),
+                    )
+                    result = CellResult(
+                        key, "done", started, now(), summary=summary, seconds_lines=lines, build=build, provenance=prov
+                    )
+                    if key.step == LOAD_STEP:
+                        (server.home / "loaded").write_text(started + "\n")
+                except StepError as e:
+                    result = CellResult(key, "failed", started, now(), error=str(e), build=build, provenance=prov)
+                    if server.proc is not None and server.proc.poll() is not None:
+                        result.error = (
+                            f"{e}; the server died, from {server.log}:\n{postgres.relevant_log_lines(server.log)}"
+                        )
+                progress.remove_task(task)
+                self._record(target_id, result, out)
+                progress.advance(overall)
+                if result.status == "failed":
+                    progress.console.print(f"[red]{key}: {result.error}[/red]")
+                    if server.proc is None or server.proc.poll() is not None or key.step == LOAD_STEP:
+                        rest = keys[keys.index(key) + 1 :]
+                        why = "the load step failed" if key.step == LOAD_STEP else "the server died"
+                        self._fail_all(rest, target_id, f"not run: {why} ({key})", out, progress, overall)
+                        break
+        finally:
+            server.stop()
+        all_done = all(
+            self.store.statuses(out.run_id).get(k, ("",))[0] == "done"
+            for k in plan(self.study)
+            if k.target == target.label and k.repetition == rep
+        )
+        if all_done and not self.keep_data:
+            shutil.rmtree(server.home, ignore_errors=True)
+
+    def _expected_seconds(self, key: CellKey) -> float:
+        if key.step == LOAD_STEP:
+            return float(self.study.suite.tables * self.study.suite.rows)
+        s = self.study.suite
+        secs = s.read_seconds if STEPS[key.step].duration == "read" else s.write_seconds
+        return float(secs + s.warmup_seconds)
+
+    def _step(
+        self, server: postgres.Server, conn: loadclient.Connection, key: CellKey, tick: Callable[[dict[str, Any]], None]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        s = self.study.suite
+        sizes = ["--tables", str(s.tables), "--rows", str(s.rows), "--seed", str(s.seed)]
+        if key.step == LOAD_STEP:
+            cmd = ["prepare", *sizes] + ([] if s.primary_key else ["--no-pk"])
+        else:
+            spec = STEPS[key.step]
+            secs = s.read_seconds if spec.duration == "read" else s.write_seconds
+            cmd = [
+                "run",
+                spec.workload,
+                *sizes,
+                "--clients",
+                str(key.clients),
+                "--seconds",
+                str(secs),
+                "--warmup",
+                str(s.warmup_seconds),
+            ] + ([] if s.prepared else ["--no-prepared"])
+        log = server.home / "client" / f"{key.step}.c{key.clients}.log"
+        output = loadclient.run(cmd, conn, log, on_second=tick)
+        summary = _normalise(output.summary)
+        summary["command"] = ["dbsweep-load", *cmd]
+        if summary.get("events") and summary.get("error_count", 0) / max(summary["events"], 1) > MAX_ERROR_RATE:
+            raise StepError(
+                f"{summary['error_count']} errors in {summary['events']} events; first: "
+                + "; ".join(summary.get("error_samples", [])[:3])
+            )
+        return summary, output.seconds
+
+    def _provenance(
+        self, server: postgres.Server, install: postgres.Install, target: Target, reloaded: bool
+    ) -> dict[str, Any]:
+        return {
+            "dbsweep_version": __version__,
+            "load_client": self.load_version,
+            "host": self.host,
+            "engine": {"name": self.study.engine, "server_version": server.server_version(), **install.provenance},
+            "target": {"name": target.label, "source": target.source, "variant": target.variant},
+            "config": {"name": target.config, "diff": server.config_text, "effective_settings": server.settings()},
+            "suite": self.study.suite.model_dump(),
+            "server_user": self.user,
+            "cpu_placement": "none",
+            "reloaded_for_resume": reloaded,
+        }

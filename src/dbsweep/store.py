@@ -1,0 +1,343 @@
+"""The results store: SQLite in the workspace, append-only per cell.
+
+A cell (target x step x clients x repetition) is written in one transaction when
+it ends, so a crash at any moment loses only the cell that was running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS studies (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    measurement_key TEXT NOT NULL,
+    study_toml TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS targets (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    source TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    config TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    UNIQUE (run_id, name)
+);
+CREATE TABLE IF NOT EXISTS builds (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    engine TEXT NOT NULL,
+    source TEXT NOT NULL,
+    source_identity TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    version TEXT NOT NULL,
+    bindir TEXT NOT NULL,
+    cc TEXT NOT NULL,
+    cflags TEXT NOT NULL,
+    configure TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS provenance (
+    id INTEGER PRIMARY KEY,
+    sha256 TEXT NOT NULL UNIQUE,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    step TEXT NOT NULL,
+    clients INTEGER NOT NULL,
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    error TEXT,
+    build_id INTEGER REFERENCES builds(id),
+    provenance_id INTEGER REFERENCES provenance(id)
+);
+CREATE INDEX IF NOT EXISTS cells_key ON cells (run_id, target_id, step, clients, repetition);
+-- At most one finished result per cell and run: a retry of a failed cell adds a row, a done cell is never redone.
+CREATE UNIQUE INDEX IF NOT EXISTS cells_done_once ON cells (run_id, target_id, step, clients, repetition)
+    WHERE status = 'done';
+CREATE TABLE IF NOT EXISTS step_results (
+    cell_id INTEGER PRIMARY KEY REFERENCES cells(id),
+    ops_name TEXT NOT NULL,
+    operations INTEGER NOT NULL,
+    events INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    qps REAL NOT NULL,
+    tps REAL NOT NULL,
+    errors INTEGER NOT NULL,
+    errors_by_kind TEXT NOT NULL,
+    lat_p50_us REAL, lat_p95_us REAL, lat_p99_us REAL, lat_max_us REAL, lat_mean_us REAL,
+    client_cpu_s REAL,
+    summary TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    t INTEGER NOT NULL,
+    phase TEXT NOT NULL,
+    ops INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    max_us INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, t)
+);
+CREATE TABLE IF NOT EXISTS histograms (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    kind TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    encoding TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (cell_id, kind)
+);
+"""
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class CellKey:
+    target: str
+    step: str
+    clients: int
+    repetition: int
+
+    def __str__(self) -> str:
+        return f"{self.target} {self.step} c{self.clients} r{self.repetition}"
+
+
+@dataclass
+class CellResult:
+    """What a finished cell writes, in one transaction."""
+
+    key: CellKey
+    status: str
+    started_at: str
+    finished_at: str
+    error: str | None = None
+    summary: dict[str, Any] | None = None
+    seconds_lines: list[dict[str, Any]] | None = None
+    build: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a committed cell survives a power cut, not only a killed process.
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(
+            f"BEGIN; {SCHEMA}; INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+        )
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ---- studies, runs, targets -------------------------------------------------
+
+    def study_id(self, name: str, path: str) -> int:
+        with self.tx() as db:
+            db.execute("INSERT OR IGNORE INTO studies (name, path, created_at) VALUES (?, ?, ?)", (name, path, now()))
+            row = db.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+        return int(row[0])
+
+    def latest_run(self, study_name: str) -> tuple[int, str] | None:
+        row = self.db.execute(
+            "SELECT r.id, r.measurement_key FROM runs r JOIN studies s ON s.id = r.study_id "
+            "WHERE s.name = ? ORDER BY r.id DESC LIMIT 1",
+            (study_name,),
+        ).fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
+    def new_run(self, study_id: int, measurement_key: str, toml_text: str) -> int:
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO runs (study_id, measurement_key, study_toml, created_at) VALUES (?, ?, ?, ?)",
+                (study_id, measurement_key, toml_text, now()),
+            )
+        return int(cur.lastrowid or 0)
+
+    def ensure_target(self, run_id: int, name: str, engine: str, spec: dict[str, Any]) -> int:
+        spec_json = json.dumps(spec, sort_keys=True)
+        with self.tx() as db:
+            row = db.execute("SELECT id, spec FROM targets WHERE run_id = ? AND name = ?", (run_id, name)).fetchone()
+            if row:
+                if row[1] != spec_json:
+                    raise ValueError(f"target {name!r} changed since run {run_id} started")
+                return int(row[0])
+            cur = db.execute(
+                "INSERT INTO targets (run_id, name, engine, source, variant, config, spec) VALUES (?,?,?,?,?,?,?)",
+                (run_id, name, engine, spec["source"], spec["variant"], spec["config"], spec_json),
+            )
+        return int(cur.lastrowid or 0)
+
+    def target_ids(self, run_id: int) -> dict[str, int]:
+        return {str(n): int(i) for i, n in self.db.execute("SELECT id, name FROM targets WHERE run_id = ?", (run_id,))}
+
+    # ---- cells -------------------------------------------------------------------
+
+    def statuses(self, run_id: int) -> dict[CellKey, tuple[str, str | None]]:
+        """The latest status of every stored cell of a run: done wins over any failure."""
+        out: dict[CellKey, tuple[str, str | None]] = {}
+        rows = self.db.execute(
+            "SELECT t.name, c.step, c.clients, c.repetition, c.status, c.error FROM cells c "
+            "JOIN targets t ON t.id = c.target_id WHERE c.run_id = ? ORDER BY c.id",
+            (run_id,),
+        )
+        for name, step, clients, rep, status, error in rows:
+            key = CellKey(name, step, int(clients), int(rep))
+            if out.get(key, ("",))[0] != "done":
+                out[key] = (status, error)
+        return out
+
+    def _intern_provenance(self, db: sqlite3.Connection, data: dict[str, Any]) -> int:
+        blob = json.dumps(data, sort_keys=True, default=str)
+        sha = hashlib.sha256(blob.encode()).hexdigest()
+        db.execute("INSERT OR IGNORE INTO provenance (sha256, data) VALUES (?, ?)", (sha, blob))
+        return int(db.execute("SELECT id FROM provenance WHERE sha256 = ?", (sha,)).fetchone()[0])
+
+    def _build_id(self, db: sqlite3.Connection, b: dict[str, Any]) -> int:
+        key = hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest()[:24]
+        db.execute(
+            "INSERT OR IGNORE INTO builds (key, engine, source, source_identity, variant, version, bindir, cc, "
+            "cflags, configure, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                key,
+                b.get("engine", ""),
+                b.get("source", ""),
+                b.get("source_identity", ""),
+                b.get("variant", ""),
+                b.get("version", ""),
+                b.get("bindir", ""),
+                b.get("cc", ""),
+                b.get("cflags", ""),
+                b.get("configure", ""),
+                now(),
+            ),
+        )
+        return int(db.execute("SELECT id FROM builds WHERE key = ?", (key,)).fetchone()[0])
+
+    def write_cell(self, run_id: int, target_id: int, r: CellResult) -> int:
+        """Writes one finished cell with everything it measured, atomically."""
+        with self.tx() as db:
+            build_id = self._build_id(db, r.build) if r.build else None
+            prov_id = self._intern_provenance(db, r.provenance) if r.provenance else None
+            cur = db.execute(
+                "INSERT INTO cells (run_id, target_id, step, clients, repetition, status, started_at, finished_at, "
+                "error, build_id, provenance_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    target_id,
+                    r.key.step,
+                    r.key.clients,
+                    r.key.repetition,
+                    r.status,
+                    r.started_at,
+                    r.finished_at,
+                    r.error,
+                    build_id,
+                    prov_id,
+                ),
+            )
+            cell_id = int(cur.lastrowid or 0)
+            s = r.summary
+            if r.status == "done" and s is not None:
+                lat = s.get("latency_us", {})
+                db.execute(
+                    "INSERT INTO step_results (cell_id, ops_name, operations, events, seconds, qps, tps, errors, "
+                    "errors_by_kind, lat_p50_us, lat_p95_us, lat_p99_us, lat_max_us, lat_mean_us, client_cpu_s, "
+                    "summary) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        cell_id,
+                        s["ops_name"],
+                        s["operations"],
+                        s["events"],
+                        s["seconds"],
+                        s["rate"],
+                        s["tps"],
+                        s.get("error_count", 0),
+                        json.dumps(s.get("errors", {})),
+                        lat.get("p50"),
+                        lat.get("p95"),
+                        lat.get("p99"),
+                        lat.get("max"),
+                        lat.get("mean"),
+                        s.get("client_cpu_user_s", 0.0) + s.get("client_cpu_sys_s", 0.0),
+                        json.dumps({k: v for k, v in s.items() if k != "histogram"}),
+                    ),
+                )
+                if s.get("histogram"):
+                    db.execute(
+                        "INSERT INTO histograms (cell_id, kind, unit, encoding, data) VALUES (?, 'latency', 'us', "
+                        "'hdr-v2-deflate-base64', ?)",
+                        (cell_id, s["histogram"]),
+                    )
+                for line in r.seconds_lines or []:
+                    db.execute(
+                        "INSERT INTO samples (cell_id, t, phase, ops, errors, max_us) VALUES (?,?,?,?,?,?)",
+                        (cell_id, line["t"], line["phase"], line["ops"], line["errors"], line["max_us"]),
+                    )
+        return cell_id
+
+    def results(self, run_id: int) -> list[dict[str, Any]]:
+        """Every done cell of a run with its headline numbers."""
+        rows = self.db.execute(
+            "SELECT t.name, c.step, c.clients, c.repetition, r.qps, r.tps, r.operations, r.seconds, r.errors, "
+            "r.lat_p50_us, r.lat_p99_us, r.ops_name, c.id FROM cells c JOIN targets t ON t.id = c.target_id "
+            "JOIN step_results r ON r.cell_id = c.id WHERE c.run_id = ? AND c.status = 'done' ORDER BY c.id",
+            (run_id,),
+        ).fetchall()
+        keys = (
+            "target",
+            "step",
+            "clients",
+            "repetition",
+            "qps",
+            "tps",
+            "operations",
+            "seconds",
+            "errors",
+            "p50_us",
+            "p99_us",
+            "ops_name",
+            "cell_id",
+        )
+        return [dict(zip(keys, row, strict=True)) for row in rows]

@@ -1,0 +1,246 @@
+"""Study files: TOML naming the engine, the targets, the base, the suite and its sizes.
+
+Parsing is strict: unknown keys and wrong types are errors, and every error names
+the file, the field path and the problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dbsweep import paths
+from dbsweep.errors import StudyError
+from dbsweep.suites import STEP_NAMES, SUITE_NAMES
+
+ENGINES = ("postgres",)
+VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
+
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Target(_Strict):
+    """One thing under test: source x build variant x config."""
+
+    name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
+    source: str = "system"
+    variant: str = "def"
+    config: str
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.source}/{self.variant}/{self.config}"
+
+    @property
+    def slug(self) -> str:
+        """The label as a single path component."""
+        return re.sub(r"[^A-Za-z0-9._+-]", "_", self.label)
+
+
+class Suite(_Strict):
+    """The workload: which steps, on how much data, with how many clients, for how long."""
+
+    name: Literal["sysbench"] = "sysbench"
+    steps: Annotated[list[str], Field(min_length=1)] | str = "quick"
+    tables: PositiveInt = 1
+    rows: PositiveInt = 100_000
+    clients: Annotated[list[PositiveInt], Field(min_length=1)] = [1]
+    read_seconds: PositiveInt = 60
+    write_seconds: PositiveInt = 60
+    warmup_seconds: Annotated[int, Field(ge=0)] = 5
+    prepared: bool = True
+    primary_key: bool = True
+    seed: int = 1
+    connect: Literal["tcp", "socket"] = "tcp"
+
+
+class Study(_Strict):
+    name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
+    description: str = ""
+    engine: Literal["postgres"]
+    base: str
+    repeats: PositiveInt = 1
+    workspace: str = ".dbsweep"
+    suite: Suite
+    targets: Annotated[list[Target], Field(min_length=1)]
+
+    # Set by load_study, not by the file.
+    path: Path = Path()
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path.stem
+
+    @property
+    def workspace_dir(self) -> Path:
+        return Path(self.workspace).expanduser().resolve()
+
+    def target(self, label: str) -> Target:
+        for t in self.targets:
+            if t.label == label:
+                return t
+        raise KeyError(label)
+
+    @property
+    def base_target(self) -> Target:
+        return self.target(self.base)
+
+    def steps(self) -> list[str]:
+        """The suite's steps in run order, named sets expanded."""
+        from dbsweep.suites import expand_steps
+
+        return expand_steps(self.suite.steps)
+
+    def measurement_key(self) -> str:
+        """A hash of everything that changes what a measurement means (not targets or repeats)."""
+        blob = json.dumps({"engine": self.engine, "suite": self.suite.model_dump()}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def _allowed_keys(model: type[BaseModel]) -> str:
+    return ", ".join(k for k in model.model_fields if k != "path")
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
+    """The model whose field set the location points into (for listing allowed keys)."""
+    model: type[BaseModel] = Study
+    for part in loc[:-1]:
+        if part == "suite":
+            model = Suite
+        elif part == "targets":
+            model = Target
+    return model
+
+
+def _describe(err: Any) -> str:
+    kind = err["type"]
+    loc = tuple(err["loc"])
+    value = err.get("input")
+    if kind == "missing":
+        return "missing required field"
+    if kind == "extra_forbidden":
+        return f"unknown key; allowed keys: {_allowed_keys(_model_at(loc))}"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"{value!r} is not allowed; expected {expected}"
+    if kind in ("greater_than", "greater_than_equal"):
+        op, bound = (">", err["ctx"].get("gt")) if kind == "greater_than" else (">=", err["ctx"].get("ge"))
+        return f"must be {op} {bound}, got {value!r}"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch":
+        return f"{value!r} is not a valid name (letters, digits and . _ / + - only)"
+    if kind.endswith("_type"):
+        expected = kind.removesuffix("_type").replace("_", " ")
+        got = type(value).__name__ if value is not None else "nothing"
+        expected = {
+            "int": "an integer",
+            "string": "a string",
+            "bool": "true or false",
+            "list": "a list",
+            "model": "a table",
+            "dict": "a table",
+        }.get(expected, expected)
+        return f"expected {expected}, got {got} {value!r}"
+    return str(err["msg"])
+
+
+def _semantic_problems(study: Study) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    labels = [t.label for t in study.targets]
+    for label, n in Counter(labels).items():
+        if n > 1:
+            idx = [i for i, x in enumerate(labels) if x == label]
+            problems.append((f"targets[{idx[1]}]", f"duplicate target name {label!r} (also targets[{idx[0]}])"))
+    if study.base not in labels:
+        problems.append(("base", f"{study.base!r} is not a target; have: {', '.join(labels)}"))
+
+    conf_dir = paths.configs_root() / study.engine
+    have = sorted(p.stem for p in conf_dir.glob("*.conf"))
+    for i, t in enumerate(study.targets):
+        if not (conf_dir / f"{t.config}.conf").is_file():
+            problems.append(
+                (
+                    f"targets[{i}].config",
+                    f"no config {t.config!r} in {paths.shown(conf_dir)}; have: {', '.join(have) or 'none'}",
+                )
+            )
+        if t.variant not in VARIANTS:
+            problems.append((f"targets[{i}].variant", f"unknown variant {t.variant!r}; have: {', '.join(VARIANTS)}"))
+        if t.source == "system" or t.source.startswith("system:"):
+            if t.variant != "def" and t.variant in VARIANTS:
+                problems.append(
+                    (
+                        f"targets[{i}].variant",
+                        f"source {t.source!r} is the prebuilt Postgres from Debian's packages, "
+                        "so its only variant is 'def'",
+                    )
+                )
+        else:
+            problems.append(
+                (
+                    f"targets[{i}].source",
+                    f"unknown source {t.source!r}; this version of dbsweep runs 'system' "
+                    "(or 'system:MAJOR', e.g. 'system:15'): Postgres from Debian's packages",
+                )
+            )
+
+    steps = study.suite.steps
+    if isinstance(steps, str):
+        if steps not in SUITE_NAMES:
+            problems.append(("suite.steps", f"unknown step set {steps!r}; have: {', '.join(SUITE_NAMES)}"))
+    else:
+        for i, s in enumerate(steps):
+            if s not in STEP_NAMES:
+                problems.append((f"suite.steps[{i}]", f"unknown step {s!r}; have: {', '.join(STEP_NAMES)}"))
+    if len(set(study.suite.clients)) != len(study.suite.clients):
+        problems.append(("suite.clients", "client counts must not repeat"))
+    return problems
+
+
+def load_study(path: str | Path) -> Study:
+    """Reads and validates a study file; raises StudyError naming every problem."""
+    p = Path(path)
+    where = paths.shown(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudyError([f"{where}: no such study file"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StudyError([f"{where}: cannot read: {e}"]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StudyError([f"{where}: not valid TOML: {e}"]) from None
+    if "path" in data:
+        raise StudyError([f"{where}: path: unknown key; allowed keys: {_allowed_keys(Study)}"])
+    try:
+        study = Study.model_validate({**data, "path": p.resolve()})
+    except ValidationError as e:
+        raise StudyError([f"{where}: {_loc(tuple(err['loc']))}: {_describe(err)}" for err in e.errors()]) from None
+    problems = _semantic_problems(study)
+    if problems:
+        raise StudyError([f"{where}: {loc}: {msg}" for loc, msg in problems])
+    return study
