@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets up everything dbsweep needs on Debian 12, as root: Debian packages, the
+# unprivileged user servers run as, the Python environment (.venv, from uv.lock)
+# and the load client (load/, from Cargo.lock). Safe to run again: it only does
+# what is missing, so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (it installs Debian packages and creates the user 'dbsweep')"
+
+packages=(
+  postgresql-15 postgresql-client-15 postgresql-contrib libpq5  # the engine and its client library
+  python3 python3-venv                                          # the orchestrator
+  build-essential pkg-config ca-certificates git                # the load client and source builds
+  procps psmisc                                                 # process inspection in tests
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  # dbsweep makes its own clusters; the package's default cluster would only sit there using memory.
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/dbsweep.conf
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! getent passwd dbsweep >/dev/null; then
+  say "creating the system user 'dbsweep' (Postgres servers run as it)"
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin dbsweep
+fi
+
+# uv, pinned, in a private bootstrap environment (Debian's Python forbids global pip installs).
+UV=.tools/bin/uv
+if ! [ -x "$UV" ] || [ "$("$UV" --version | cut -d' ' -f2)" != "0.13.8" ]; then
+  say "installing uv into .tools/"
+  python3 -m venv .tools
+  .tools/bin/pip install -q uv==0.13.8
+fi
+say "syncing the Python environment (.venv) from uv.lock"
+"$UV" sync --locked --python python3 -q
+
+CARGO=$(command -v cargo || true)
+[ -n "$CARGO" ] || { [ -x "$HOME/.cargo/bin/cargo" ] && CARGO="$HOME/.cargo/bin/cargo"; }
+if [ -z "$CARGO" ]; then
+  say "installing Rust from Debian's packages"
+  apt-get install -y -qq --no-install-recommends cargo rustc >/dev/null
+  CARGO=$(command -v cargo)
+fi
+say "building the load client (load/target/release/dbsweep-load)"
+"$CARGO" build --release --locked --quiet --manifest-path load/Cargo.toml \
+  || die "the load client did not build; it needs Rust 1.80 or newer ($("$CARGO" --version))"
+say "ready: .venv/bin/dbsweep --help"

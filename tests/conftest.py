@@ -1,0 +1,115 @@
+"""Shared fixtures: a workspace the server user can reach, study files, the CLI, leak checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DBSWEEP = [sys.executable, "-m", "dbsweep"]
+# Every test workspace lives under this directory, so leaks are easy to find.
+TEST_ROOT = Path("/tmp") / f"dbsweep-tests-{os.getpid()}"
+
+STUDY = """\
+name = "{name}"
+engine = "postgres"
+base = "a"
+repeats = {repeats}
+workspace = "{workspace}"
+
+[suite]
+steps = ["point-query"]
+tables = {tables}
+rows = {rows}
+clients = {clients}
+read_seconds = {seconds}
+write_seconds = {seconds}
+warmup_seconds = {warmup}
+
+[[targets]]
+name = "a"
+source = "system"
+config = "cx10a_c2r24"
+
+[[targets]]
+name = "b"
+source = "system"
+config = "{config_b}"
+"""
+
+
+def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
+    params: dict[str, object] = {
+        "name": name,
+        "repeats": 1,
+        "workspace": str(directory / "ws"),
+        "tables": 1,
+        "rows": 20000,
+        "clients": [1],
+        "seconds": 2,
+        "warmup": 1,
+        "config_b": "cx10a_sb1g_c2r24",
+    }
+    params.update(kw)
+    path = directory / f"{name}.toml"
+    path.write_text(STUDY.format(**params))
+    return path
+
+
+def processes_under(path: Path) -> list[psutil.Process]:
+    """Live processes whose command line mentions `path` (servers, clients)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "pid", "status"]):
+        if p.info["status"] == psutil.STATUS_ZOMBIE:  # dead, waiting to be reaped by init
+            continue
+        cmd = " ".join(p.info["cmdline"] or [])
+        if str(path) in cmd and p.pid != os.getpid():
+            found.append(p)
+    return found
+
+
+def wait_no_processes(path: Path, timeout: float = 60) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    left = processes_under(path)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = processes_under(path)
+    return left
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_root() -> Iterator[Path]:
+    TEST_ROOT.mkdir(mode=0o755, exist_ok=True)
+    TEST_ROOT.chmod(0o755)  # the server user must reach data directories inside
+    yield TEST_ROOT
+    left = wait_no_processes(TEST_ROOT, timeout=30)
+    shutil.rmtree(TEST_ROOT, ignore_errors=True)
+    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+
+
+@pytest.fixture
+def tmp(_test_root: Path) -> Iterator[Path]:
+    d = _test_root / uuid.uuid4().hex[:8]
+    d.mkdir(mode=0o755)
+    yield d
+    left = wait_no_processes(d, timeout=30)
+    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+
+
+def dbsweep(*args: str | Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    r = subprocess.run(
+        [*DBSWEEP, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False
+    )
+    if check and r.returncode != 0:
+        raise AssertionError(f"dbsweep {args} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    return r

@@ -1,0 +1,165 @@
+"""End to end on a real Postgres: run, report, resume, kill, interrupt, bad configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from .conftest import DBSWEEP, ROOT, dbsweep, processes_under, wait_no_processes, write_study
+
+
+def _db(study_dir: Path) -> sqlite3.Connection:
+    return sqlite3.connect(study_dir / "ws" / "results.db")
+
+
+def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
+    study = write_study(tmp, clients=[1, 2])
+    r = dbsweep("run", study)
+    assert "6 cells done, 0 failed" in r.stdout
+    rep = dbsweep("report", study).stdout
+    for text in ("a", "b", "point-query", "load (rows/s)", "rQPS"):
+        assert text in rep
+    db = _db(tmp)
+    rows = db.execute(
+        "SELECT t.name, c.step, c.clients, r.qps, r.operations, r.seconds FROM cells c "
+        "JOIN targets t ON t.id = c.target_id JOIN step_results r ON r.cell_id = c.id"
+    ).fetchall()
+    assert len(rows) == 6
+    for name, step, clients, qps, ops, secs in rows:
+        assert qps > 0 and ops > 0, (name, step, clients)
+        assert abs(qps - ops / secs) < 1e-6 * qps
+    # Per-second samples and a histogram for every timed step.
+    (n_samples,) = db.execute(
+        "SELECT count(*) FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.step = 'point-query'"
+    ).fetchone()
+    assert n_samples >= 4 * 2
+    (n_hist,) = db.execute("SELECT count(*) FROM histograms").fetchone()
+    assert n_hist == 4
+    # The report's rQPS is the ratio of the stored QPS.
+    qps = {(n, s, c): q for n, s, c, q, _, _ in rows}
+    expected = qps[("b", "point-query", 2)] / qps[("a", "point-query", 2)]
+    assert f"{expected:.2f}" in rep.splitlines()[[i for i, ln in enumerate(rep.splitlines()) if "point-query" in ln][1]]
+    # Provenance names the engine, its flags, the config diff and the host.
+    prov = json.loads(db.execute("SELECT data FROM provenance LIMIT 1").fetchone()[0])
+    assert prov["engine"]["server_version"].startswith("15")
+    assert "-O2" in prov["engine"]["cflags"]
+    assert "shared_buffers" in prov["config"]["diff"]
+    assert any(s["name"] == "shared_buffers" for s in prov["config"]["effective_settings"])
+    assert prov["host"]["cpus_logical"] >= 1
+    # A second run has nothing to do and changes nothing.
+    before = db.execute("SELECT count(*), max(id) FROM cells").fetchone()
+    r2 = dbsweep("run", study)
+    assert "Nothing to run" in r2.stdout
+    assert db.execute("SELECT count(*), max(id) FROM cells").fetchone() == before
+    st = dbsweep("status", study).stdout
+    assert "done 6, failed 0, pending 0" in st
+    # Data directories of finished targets are removed.
+    assert not list((tmp / "ws" / "data").glob("*/*/r1/pgdata"))
+
+
+def _start_run(study: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*DBSWEEP, "run", str(study)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _wait_for(pred, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def _done_cells(tmp: Path) -> list[tuple[object, ...]]:
+    p = tmp / "ws" / "results.db"
+    if not p.exists():
+        return []
+    with sqlite3.connect(p) as db:
+        try:
+            return db.execute(
+                "SELECT c.id, t.name, c.step, c.clients, c.repetition, c.status, c.finished_at, r.qps "
+                "FROM cells c JOIN targets t ON t.id = c.target_id "
+                "LEFT JOIN step_results r ON r.cell_id = c.id ORDER BY c.id"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+def _load_client_running() -> bool:
+    """A dbsweep-load is running (tests run one at a time, so it is this test's)."""
+    # A zombie is dead already; it only waits for a parent that is gone to reap it.
+    return any(
+        p.info["name"] == "dbsweep-load" and p.info["status"] != psutil.STATUS_ZOMBIE
+        for p in psutil.process_iter(["name", "status"])
+    )
+
+
+def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
+    study = write_study(tmp, seconds=6, warmup=1)
+    proc = _start_run(study)
+    try:
+        # Let the load and the first point-query finish, then kill during the next step.
+        _wait_for(lambda: len(_done_cells(tmp)) >= 2)
+        _wait_for(lambda: _load_client_running() or proc.poll() is not None)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    before = _done_cells(tmp)
+    assert 2 <= len(before) < 4, before
+    # The servers and the client die with dbsweep, even on SIGKILL.
+    assert not wait_no_processes(tmp, timeout=60)
+    assert not _load_client_running()
+    r = dbsweep("run", study)
+    assert "0 failed" in r.stdout
+    after = _done_cells(tmp)
+    assert after[: len(before)] == before, "finished cells were changed"
+    keys = [(n, s, c, rep) for _, n, s, c, rep, st, _, _ in after if st == "done"]
+    assert sorted(keys) == sorted(set(keys)), "a cell was done twice"
+    assert len(keys) == 4
+
+
+def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
+    study = write_study(tmp, seconds=20, warmup=1)
+    proc = _start_run(study)
+    try:
+        _wait_for(lambda: len(_done_cells(tmp)) >= 1)
+        _wait_for(lambda: bool(processes_under(tmp)))
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    # Nothing survives an orderly interrupt: checked at once, not after a grace period.
+    assert not processes_under(tmp)
+    assert not _load_client_running()
+
+
+def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:
+    configs = tmp / "configs" / "postgres"
+    configs.mkdir(parents=True)
+    (configs / "cx10a_c2r24.conf").write_text((ROOT / "configs/postgres/cx10a_c2r24.conf").read_text())
+    (configs / "broken.conf").write_text("# a setting no Postgres has\nshared_bufers = 1GB\n")
+    study = write_study(tmp, config_b="broken")
+    env = {**os.environ, "DBSWEEP_CONFIGS": str(tmp / "configs"), "COLUMNS": "200"}
+    r = subprocess.run([*DBSWEEP, "run", str(study)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 1
+    out = r.stdout + r.stderr
+    assert 'unrecognized configuration parameter "shared_bufers"' in out
+    assert "2 cells done, 2 failed" in out
+    st = subprocess.run([*DBSWEEP, "status", str(study)], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert "done 2, failed 2, pending 0" in st.stdout

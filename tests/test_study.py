@@ -1,0 +1,94 @@
+"""Study files: bad input gets a message naming the file, the field and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbsweep.errors import StudyError
+from dbsweep.study import load_study
+
+from .conftest import dbsweep
+
+GOOD = """\
+engine = "postgres"
+base = "a"
+[suite]
+steps = ["point-query"]
+rows = 1000
+read_seconds = 5
+[[targets]]
+name = "a"
+config = "cx10a_c2r24"
+[[targets]]
+name = "b"
+config = "cx10a_sb1g_c2r24"
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "x.toml"
+    p.write_text(text)
+    return p
+
+
+def test_good_study_loads(tmp_path: Path) -> None:
+    s = load_study(_write(tmp_path, GOOD))
+    assert [t.label for t in s.targets] == ["a", "b"]
+    assert s.base_target.config == "cx10a_c2r24"
+    assert s.steps() == ["point-query"]
+    assert s.suite.clients == [1]
+
+
+BAD = [
+    ("missing field", GOOD.replace('engine = "postgres"\n', ""), "engine: missing required field"),
+    ("wrong type", GOOD.replace("rows = 1000", 'rows = "many"'), "suite.rows: expected an integer, got str 'many'"),
+    ("unknown key", GOOD.replace("rows = 1000", "rows = 1000\nrowz = 5"), "suite.rowz: unknown key; allowed keys:"),
+    (
+        "unknown config",
+        GOOD.replace('config = "cx10a_sb1g_c2r24"', 'config = "cx11"'),
+        "targets[1].config: no config 'cx11' in configs/postgres; have: cx10a_c2r24, cx10a_sb1g_c2r24",
+    ),
+    ("base not a target", GOOD.replace('base = "a"', 'base = "zz"'), "base: 'zz' is not a target; have: a, b"),
+    ("non-positive duration", GOOD.replace("read_seconds = 5", "read_seconds = 0"), "suite.read_seconds: must be > 0"),
+    (
+        "duplicate target",
+        GOOD.replace('name = "b"', 'name = "a"'),
+        "targets[1]: duplicate target name 'a' (also targets[0])",
+    ),
+    ("TOML syntax", GOOD.replace("rows = 1000", "rows = = 1000"), "not valid TOML: Invalid value (at line 5"),
+    ("unknown step", GOOD.replace('"point-query"', '"point-qurey"'), "suite.steps[0]: unknown step 'point-qurey'"),
+    ("unknown engine", GOOD.replace('"postgres"', '"oracle"'), "engine: 'oracle' is not allowed; expected 'postgres'"),
+    (
+        "bad variant",
+        GOOD.replace('name = "b"', 'name = "b"\nvariant = "o9"'),
+        "targets[1].variant: unknown variant 'o9'",
+    ),
+    ("negative clients", GOOD.replace("rows = 1000", "rows = 1000\nclients = [0]"), "suite.clients[0]: must be > 0"),
+    ("table expected", GOOD.replace("[suite]", "suite = 3\n[x]"), "suite: expected a table"),
+]
+
+
+@pytest.mark.parametrize(("what", "text", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_study_is_reported(tmp_path: Path, what: str, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(StudyError) as e:
+        load_study(path)
+    assert any(message in p for p in e.value.problems), e.value.problems
+    # Every problem names the file first.
+    assert all(p.startswith(f"{path}: ") for p in e.value.problems), e.value.problems
+
+
+def test_missing_file_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(StudyError, match="no such study file"):
+        load_study(tmp_path / "nope.toml")
+
+
+def test_cli_validate_prints_errors_and_fails(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD.replace('base = "a"', 'base = "zz"'))
+    r = dbsweep("validate", path, check=False)
+    assert r.returncode == 2
+    assert "base: 'zz' is not a target; have: a, b" in r.stderr
+    ok = dbsweep("validate", _write(tmp_path, GOOD))
+    assert "2 targets" in ok.stdout and "4 cells" in ok.stdout
