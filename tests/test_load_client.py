@@ -44,7 +44,7 @@ def test_prepare_loads_sysbench_tables(server: postgres.Server, tmp: Path) -> No
                 f"SELECT count(*), min(id), max(id), min(k), max(k) FROM sbtest{t}"
             ).fetchone()
             assert (n, lo, hi) == (3000, 1, 3000)
-            assert 1 <= kmin and kmax <= 3000
+            assert kmin >= 1 and kmax <= 3000
             cval, pad = c.execute(f"SELECT c, pad FROM sbtest{t} WHERE id = 17").fetchone()
             assert len(cval) == 120 and len(cval.rstrip()) == 119 and cval.count("-") == 9
             assert len(pad.rstrip()) == 59 and pad.count("-") == 4
