@@ -163,3 +163,14 @@ def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:
     assert "2 cells done, 2 failed" in out
     st = subprocess.run([*DBSWEEP, "status", str(study)], cwd=ROOT, capture_output=True, text=True, env=env)
     assert "done 2, failed 2, pending 0" in st.stdout
+
+
+def test_private_workspace_is_a_clear_error(tmp: Path) -> None:
+    if os.geteuid() != 0:
+        return  # the server runs as ourselves, so any workspace we can write works
+    private = tmp / "private"
+    private.mkdir(mode=0o700)
+    study = write_study(tmp, workspace=str(private / "ws"))
+    r = dbsweep("run", study, check=False)
+    assert r.returncode == 1
+    assert f"cannot reach {private}/ws/data" in r.stdout and "is private (mode 700)" in r.stdout

@@ -209,6 +209,7 @@ class Server:
         self.home.mkdir(parents=True)
         _chown(self.home, self.user)
         self.home.chmod(0o700)
+        self._check_reachable()
         pw = secrets.token_urlsafe(24)
         self.password_file.write_text(pw + "\n")
         self.password_file.chmod(0o600)
@@ -235,6 +236,19 @@ class Server:
         with conf.open("a") as f:
             f.write(f"\n# ---- dbsweep: config diff {self.config_name} ----\n{self.config_text.rstrip()}\n")
         (self.home / "initialized").write_text(self.config_name + "\n")
+
+    def _check_reachable(self) -> None:
+        """The server user must reach its data directory; a private parent (mode 700) stops it."""
+        if self.user is None:
+            return
+        if procs.run_as(["test", "-w", self.home], user=self.user).returncode == 0:
+            return
+        blocking = next((p for p in reversed(self.home.parents) if not p.stat().st_mode & 0o001), None)
+        where = f"{blocking} is private (mode {blocking.stat().st_mode & 0o777:o})" if blocking else "permissions"
+        raise ServerError(
+            f"the server runs as user {self.user!r}, who cannot reach {self.home}: {where}; "
+            "put the workspace somewhere that user can reach (e.g. under /tmp or /srv)."
+        )
 
     def _pick_socket_dir(self) -> Path:
         wanted = self.home / "sock"
