@@ -153,13 +153,13 @@ def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:
     configs = tmp / "configs" / "postgres"
     configs.mkdir(parents=True)
     (configs / "cx10a_c2r24.conf").write_text((ROOT / "configs/postgres/cx10a_c2r24.conf").read_text())
-    (configs / "broken.conf").write_text("# a setting no Postgres has\nshared_bufers = 1GB\n")
+    (configs / "broken.conf").write_text("# a value the server rejects at start\nshared_buffers = lots\n")
     study = write_study(tmp, config_b="broken")
     env = {**os.environ, "DBSWEEP_CONFIGS": str(tmp / "configs"), "COLUMNS": "200"}
     r = subprocess.run([*DBSWEEP, "run", str(study)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 1
     out = r.stdout + r.stderr
-    assert 'unrecognized configuration parameter "shared_bufers"' in out
+    assert 'invalid value for parameter "shared_buffers": "lots"' in out
     assert "2 cells done, 2 failed" in out
     st = subprocess.run([*DBSWEEP, "status", str(study)], cwd=ROOT, capture_output=True, text=True, env=env)
     assert "done 2, failed 2, pending 0" in st.stdout

@@ -8,7 +8,6 @@ every target alike.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from dbsweep import __version__, loadclient, paths
+from dbsweep import __version__, configs, loadclient
 from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
@@ -43,17 +42,13 @@ def plan(study: Study) -> list[CellKey]:
     return cells
 
 
-def config_text(study: Study, target: Target) -> str:
-    return (paths.configs_root() / study.engine / f"{target.config}.conf").read_text()
-
-
 def target_spec(study: Study, target: Target) -> dict[str, Any]:
-    text = config_text(study, target)
     return {
         "source": target.source,
         "variant": target.variant,
         "config": target.config,
-        "config_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "config_sha256": configs.load(study.engine, target.config).sha256,
+        "optional_settings": sorted(study.optional_settings),
     }
 
 
@@ -192,15 +187,19 @@ class Runner:
     ) -> None:
         try:
             install = postgres.system_install(target.source)
-        except ServerError as e:
+            diff = configs.load(self.study.engine, target.config)
+            text, skipped = configs.fit_to_version(
+                diff, install.settings(), install.short_version, {s.lower() for s in self.study.optional_settings}
+            )
+        except DbsweepError as e:
             self._fail_all(keys, target_id, str(e), out, progress, overall)
+            progress.console.print(f"[red]{target.label}: {e}[/red]")
             return
+        if skipped:
+            progress.console.print(f"[yellow]{target.label}: skipped settings Postgres {install.short_version} "
+                                   f"lacks (optional_settings): {', '.join(skipped)}[/yellow]")
         server = postgres.Server(
-            install=install,
-            home=self.home(target, rep),
-            config_name=target.config,
-            config_text=config_text(self.study, target),
-            user=self.user,
+            install=install, home=self.home(target, rep), config_name=target.config, config_text=text, user=self.user
         )
         load_key = CellKey(target.label, LOAD_STEP, 1, rep)
         load_todo = load_key in keys
@@ -219,6 +218,7 @@ class Runner:
             return
         try:
             prov = self._provenance(server, install, target, reloaded)
+            prov["config"]["skipped_settings"] = skipped
             build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
             conn = loadclient.Connection(
                 host=str(server.socket_dir) if self.study.suite.connect == "socket" else "127.0.0.1",

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dbsweep import paths
-from dbsweep.errors import StudyError
+from dbsweep import configs, paths
+from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.suites import STEP_NAMES, SUITE_NAMES
 
 ENGINES = ("postgres",)
@@ -73,6 +73,8 @@ class Study(_Strict):
     base: str
     repeats: PositiveInt = 1
     workspace: str = ".dbsweep"
+    # Settings a config diff may use that some versions lack: applied only where supported.
+    optional_settings: list[str] = []
     suite: Suite
     targets: Annotated[list[Target], Field(min_length=1)]
 
@@ -177,16 +179,11 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
     if study.base not in labels:
         problems.append(("base", f"{study.base!r} is not a target; have: {', '.join(labels)}"))
 
-    conf_dir = paths.configs_root() / study.engine
-    have = sorted(p.stem for p in conf_dir.glob("*.conf"))
     for i, t in enumerate(study.targets):
-        if not (conf_dir / f"{t.config}.conf").is_file():
-            problems.append(
-                (
-                    f"targets[{i}].config",
-                    f"no config {t.config!r} in {paths.shown(conf_dir)}; have: {', '.join(have) or 'none'}",
-                )
-            )
+        try:
+            configs.load(study.engine, t.config)
+        except DbsweepError as e:
+            problems.append((f"targets[{i}].config", str(e)))
         if t.variant not in VARIANTS:
             problems.append((f"targets[{i}].variant", f"unknown variant {t.variant!r}; have: {', '.join(VARIANTS)}"))
         if t.source == "system" or t.source.startswith("system:"):

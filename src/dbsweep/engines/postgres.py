@@ -44,6 +44,19 @@ class Install:
     def bin(self, name: str) -> Path:
         return self.bindir / name
 
+    def settings(self) -> set[str]:
+        """The names of every setting this server binary knows (lower case)."""
+        r = subprocess.run([self.bin("postgres"), "--describe-config"], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise ServerError(f"{self.bin('postgres')} --describe-config failed: {r.stderr.strip()[:300]}")
+        return {line.split("\t", 1)[0].lower() for line in r.stdout.splitlines() if line.strip()}
+
+    @property
+    def short_version(self) -> str:
+        """'15.18' from 'postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)'."""
+        m = re.search(r"\(PostgreSQL\)\s+(\S+)", self.version)
+        return m.group(1) if m else self.version
+
 
 def system_majors() -> list[str]:
     if not SYSTEM_ROOT.is_dir():
