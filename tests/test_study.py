@@ -48,7 +48,7 @@ BAD = [
     (
         "unknown config",
         GOOD.replace('config = "cx10a_sb1g_c2r24"', 'config = "cx11"'),
-        "targets[1].config: no config 'cx11' in configs/postgres; have: cx10a_c2r24, cx10a_sb1g_c2r24",
+        "targets[1].config: no config 'cx11' in configs/postgres; have: cx10a_avb_c2r24, ",
     ),
     ("base not a target", GOOD.replace('base = "a"', 'base = "zz"'), "base: 'zz' is not a target; have: a, b"),
     ("non-positive duration", GOOD.replace("read_seconds = 5", "read_seconds = 0"), "suite.read_seconds: must be > 0"),
@@ -66,6 +66,26 @@ BAD = [
         "targets[1].variant: unknown variant 'o9'",
     ),
     ("negative clients", GOOD.replace("rows = 1000", "rows = 1000\nclients = [0]"), "suite.clients[0]: must be > 0"),
+    (
+        "bad source",
+        GOOD.replace('name = "b"', 'name = "b"\nsource = "cvs:foo"'),
+        "targets[1].source: unknown source 'cvs:foo'; use 'system'",
+    ),
+    (
+        "variant on a prebuilt install",
+        GOOD.replace('name = "b"', 'name = "b"\nsource = "system"\nvariant = "o3"'),
+        "targets[1].variant: source 'system' is the prebuilt Postgres from Debian's packages, so its only variant",
+    ),
+    (
+        "custom variant shadows a built-in",
+        GOOD + '[[variants]]\nname = "o3"\ncflags = "-O3"\n',
+        "variants[0].name: 'o3' is a built-in variant; choose another name",
+    ),
+    (
+        "custom variant bad compiler",
+        GOOD + '[[variants]]\nname = "mine"\ncompiler = "icc"\n',
+        "variants[0].compiler: 'icc' is not allowed; expected 'gcc' or 'clang'",
+    ),
     ("table expected", GOOD.replace("[suite]", "suite = 3\n[x]"), "suite: expected a table"),
 ]
 
@@ -78,6 +98,19 @@ def test_bad_study_is_reported(tmp_path: Path, what: str, text: str, message: st
     assert any(message in p for p in e.value.problems), e.value.problems
     # Every problem names the file first.
     assert all(p.startswith(f"{path}: ") for p in e.value.problems), e.value.problems
+
+
+def test_source_forms_and_custom_variants(tmp_path: Path) -> None:
+    text = GOOD.replace('name = "b"', 'name = "b"\nsource = "debian:15.18"\nvariant = "mine"')
+    text += '[[variants]]\nname = "mine"\ncompiler = "clang"\ncflags = "-O2 -fno-plt"\n'
+    s = load_study(_write(tmp_path, text))
+    assert s.targets[1].source == "debian:15.18" and s.variants[0].compiler == "clang"
+    from dbsweep.study import source_kind
+
+    assert [
+        source_kind(x) for x in ("15.18", "15.18-0+deb12u1", "git:/x@v1", "tarball:a.tgz", "dir:/s", "system:17")
+    ] == ["debian", "debian", "git", "tarball", "dir", "system"]
+    assert source_kind("15") is None and source_kind("git:") is None
 
 
 def test_missing_file_is_reported(tmp_path: Path) -> None:

@@ -23,6 +23,10 @@ from dbsweep.suites import STEP_NAMES, SUITE_NAMES
 ENGINES = ("postgres",)
 VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
+SOURCE_FORMS = (
+    "use 'system' or 'system:15' (Debian's prebuilt Postgres), a version such as '15.18' or 'debian:15.18' "
+    "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
+)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -47,6 +51,17 @@ class Target(_Strict):
     def slug(self) -> str:
         """The label as a single path component."""
         return re.sub(r"[^A-Za-z0-9._+-]", "_", self.label)
+
+
+class VariantSpec(_Strict):
+    """A build recipe defined in the study, next to the built-in ones."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$", max_length=40)]
+    compiler: Literal["gcc", "clang"] = "gcc"
+    cflags: str = ""
+    ldflags: str = ""
+    configure: list[str] = []
+    pgo: bool = False
 
 
 class Suite(_Strict):
@@ -75,6 +90,7 @@ class Study(_Strict):
     workspace: str = ".dbsweep"
     # Settings a config diff may use that some versions lack: applied only where supported.
     optional_settings: list[str] = []
+    variants: list[VariantSpec] = []
     suite: Suite
     targets: Annotated[list[Target], Field(min_length=1)]
 
@@ -128,12 +144,23 @@ def _allowed_keys(model: type[BaseModel]) -> str:
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
     """The model whose field set the location points into (for listing allowed keys)."""
     model: type[BaseModel] = Study
+    nested: dict[str | int, type[BaseModel]] = {"suite": Suite, "targets": Target, "variants": VariantSpec}
     for part in loc[:-1]:
-        if part == "suite":
-            model = Suite
-        elif part == "targets":
-            model = Target
+        model = nested.get(part, model)
     return model
+
+
+def source_kind(spec: str) -> str | None:
+    """Which kind of source a target's `source` names, or None when it names none."""
+    if spec == "system" or re.fullmatch(r"system:\d+", spec):
+        return "system"
+    for kind in ("debian", "git", "tarball", "dir"):
+        if spec.startswith(kind + ":") and len(spec) > len(kind) + 1:
+            return kind
+    # A bare version: upstream (15.18) or Debian's (15.18-0+deb12u1).
+    if re.fullmatch(r"\d+\.\d+(\.\d+)?(-[0-9A-Za-z.+~]+)?", spec):
+        return "debian"
+    return None
 
 
 def _describe(err: Any) -> str:
@@ -184,25 +211,26 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             configs.load(study.engine, t.config)
         except DbsweepError as e:
             problems.append((f"targets[{i}].config", str(e)))
-        if t.variant not in VARIANTS:
-            problems.append((f"targets[{i}].variant", f"unknown variant {t.variant!r}; have: {', '.join(VARIANTS)}"))
-        if t.source == "system" or t.source.startswith("system:"):
-            if t.variant != "def" and t.variant in VARIANTS:
-                problems.append(
-                    (
-                        f"targets[{i}].variant",
-                        f"source {t.source!r} is the prebuilt Postgres from Debian's packages, "
-                        "so its only variant is 'def'",
-                    )
-                )
-        else:
+        variants = [*VARIANTS, *(v.name for v in study.variants)]
+        if t.variant not in variants:
+            problems.append((f"targets[{i}].variant", f"unknown variant {t.variant!r}; have: {', '.join(variants)}"))
+        kind = source_kind(t.source)
+        if kind is None:
+            problems.append((f"targets[{i}].source", f"unknown source {t.source!r}; {SOURCE_FORMS}"))
+        elif kind == "system" and t.variant != "def" and t.variant in variants:
             problems.append(
                 (
-                    f"targets[{i}].source",
-                    f"unknown source {t.source!r}; this version of dbsweep runs 'system' "
-                    "(or 'system:MAJOR', e.g. 'system:15'): Postgres from Debian's packages",
+                    f"targets[{i}].variant",
+                    f"source {t.source!r} is the prebuilt Postgres from Debian's packages, so its only variant is "
+                    "'def'; build from source (e.g. source = '15.18') for other variants",
                 )
             )
+    names = [v.name for v in study.variants]
+    for i, v in enumerate(study.variants):
+        if v.name in VARIANTS:
+            problems.append((f"variants[{i}].name", f"{v.name!r} is a built-in variant; choose another name"))
+        elif names.index(v.name) != i:
+            problems.append((f"variants[{i}].name", f"duplicate variant name {v.name!r}"))
 
     steps = study.suite.steps
     if isinstance(steps, str):
