@@ -94,13 +94,27 @@ def _done_cells(tmp: Path) -> list[tuple[object, ...]]:
             return []
 
 
-def _load_client_running() -> bool:
-    """A dbsweep-load is running (tests run one at a time, so it is this test's)."""
-    # A zombie is dead already; it only waits for a parent that is gone to reap it.
-    return any(
-        p.info["name"] == "dbsweep-load" and p.info["status"] != psutil.STATUS_ZOMBIE
-        for p in psutil.process_iter(["name", "status"])
-    )
+def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running; a zombie is dead already, it only waits for init to reap it."""
+    out = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def _children(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _load_client_running(proc: subprocess.Popen[str]) -> bool:
+    return any(c.name() == "dbsweep-load" for c in _alive(_children(proc)))
 
 
 def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
@@ -109,8 +123,10 @@ def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
     try:
         # Let the load and the first point-query finish, then kill during the next step.
         _wait_for(lambda: len(_done_cells(tmp)) >= 2)
-        _wait_for(lambda: _load_client_running() or proc.poll() is not None)
+        _wait_for(lambda: _load_client_running(proc) or proc.poll() is not None)
         time.sleep(1.5)
+        children = _children(proc)
+        assert any(c.name() == "dbsweep-load" for c in children) and any(c.name() == "postgres" for c in children)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
@@ -120,7 +136,7 @@ def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
     assert 2 <= len(before) < 4, before
     # The servers and the client die with dbsweep, even on SIGKILL.
     assert not wait_no_processes(tmp, timeout=60)
-    assert not _load_client_running()
+    _wait_for(lambda: not _alive(children), timeout=60)
     r = dbsweep("run", study)
     assert "0 failed" in r.stdout
     after = _done_cells(tmp)
@@ -137,6 +153,7 @@ def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
         _wait_for(lambda: len(_done_cells(tmp)) >= 1)
         _wait_for(lambda: bool(processes_under(tmp)))
         time.sleep(1)
+        children = _children(proc)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
@@ -146,7 +163,7 @@ def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
     assert "interrupted" in out
     # Nothing survives an orderly interrupt: checked at once, not after a grace period.
     assert not processes_under(tmp)
-    assert not _load_client_running()
+    assert children and not _alive(children)
 
 
 def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:

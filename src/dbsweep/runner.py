@@ -21,6 +21,7 @@ from dbsweep import __version__, configs, loadclient
 from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
+from dbsweep.installs import get_install
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
 from dbsweep.suites import LOAD_STEP, STEPS
@@ -79,6 +80,15 @@ def open_run(study: Study, store: Store, fresh: bool) -> int:
                 "run with --fresh to start a new run."
             ) from None
     return run_id
+
+
+@dataclass
+class Prepared:
+    """A target ready to run: its install and the config diff as that version takes it."""
+
+    install: postgres.Install
+    config_text: str
+    skipped: list[str]
 
 
 @dataclass
@@ -141,7 +151,22 @@ class Runner:
         for key in todo:
             groups.setdefault((key.repetition, key.target), []).append(key)
         target_ids = self.store.target_ids(run_id)
-        with Progress(
+        with self._progress() as progress:
+            # Every build happens before any step runs: never benchmark while building.
+            prepared = {label: self._prepare(self.study.target(label), progress) for label in {k.target for k in todo}}
+        with self._progress() as progress:
+            overall = progress.add_task("cells", total=len(todo), unit="cells")
+            for (rep, label), keys in groups.items():
+                target = self.study.target(label)
+                ready = prepared[label]
+                if isinstance(ready, str):
+                    self._fail_all(keys, target_ids[label], ready, out, progress, overall)
+                    continue
+                self._run_group(target, ready, rep, keys, target_ids[label], out, progress, overall)
+        return out
+
+    def _progress(self) -> Progress:
+        return Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             TextColumn("{task.completed:.0f}/{task.total:.0f}"),
@@ -151,12 +176,25 @@ class Runner:
             TimeRemainingColumn(),
             console=self.console,
             transient=False,
-        ) as progress:
-            overall = progress.add_task("cells", total=len(todo), unit="cells")
-            for (rep, label), keys in groups.items():
-                target = self.study.target(label)
-                self._run_group(target, rep, keys, status, target_ids[label], out, progress, overall)
-        return out
+        )
+
+    def _prepare(self, target: Target, progress: Progress) -> Prepared | str:
+        """The target's install and its config fitted to the version, or why it cannot run."""
+        try:
+            install = get_install(self.study, target, progress)
+            diff = configs.load(self.study.engine, target.config)
+            text, skipped = configs.fit_to_version(
+                diff, install.settings(), install.short_version, {s.lower() for s in self.study.optional_settings}
+            )
+        except DbsweepError as e:
+            progress.console.print(f"[red]{target.label}: {e}[/red]")
+            return str(e)
+        if skipped:
+            progress.console.print(
+                f"[yellow]{target.label}: skipped settings Postgres {install.short_version} "
+                f"lacks (optional_settings): {', '.join(skipped)}[/yellow]"
+            )
+        return Prepared(install, text, skipped)
 
     def _record(self, target_id: int, result: CellResult, out: Outcome) -> None:
         self.store.write_cell(out.run_id, target_id, result)
@@ -177,29 +215,21 @@ class Runner:
     def _run_group(
         self,
         target: Target,
+        ready: Prepared,
         rep: int,
         keys: list[CellKey],
-        status: dict[CellKey, tuple[str, str | None]],
         target_id: int,
         out: Outcome,
         progress: Progress,
         overall: TaskID,
     ) -> None:
-        try:
-            install = postgres.system_install(target.source)
-            diff = configs.load(self.study.engine, target.config)
-            text, skipped = configs.fit_to_version(
-                diff, install.settings(), install.short_version, {s.lower() for s in self.study.optional_settings}
-            )
-        except DbsweepError as e:
-            self._fail_all(keys, target_id, str(e), out, progress, overall)
-            progress.console.print(f"[red]{target.label}: {e}[/red]")
-            return
-        if skipped:
-            progress.console.print(f"[yellow]{target.label}: skipped settings Postgres {install.short_version} "
-                                   f"lacks (optional_settings): {', '.join(skipped)}[/yellow]")
+        install, skipped = ready.install, ready.skipped
         server = postgres.Server(
-            install=install, home=self.home(target, rep), config_name=target.config, config_text=text, user=self.user
+            install=install,
+            home=self.home(target, rep),
+            config_name=target.config,
+            config_text=ready.config_text,
+            user=self.user,
         )
         load_key = CellKey(target.label, LOAD_STEP, 1, rep)
         load_todo = load_key in keys
