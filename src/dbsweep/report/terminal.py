@@ -26,10 +26,11 @@ def render(data: ReportData, console: Console) -> None:
     )
     table.add_column("step")
     table.add_column("clients", justify="right")
-    table.add_column(f"{data.base}\nQPS", justify="right")
+    table.add_column(f"{data.base}\nQPS", justify="right", overflow="fold")
     for t in others:
-        table.add_column(f"{t}\nQPS", justify="right")
-        table.add_column(f"{t}\nrQPS", justify="right")
+        # Long target names wrap rather than being cut: they are what the reader compares.
+        table.add_column(f"{t}\nQPS", justify="right", overflow="fold")
+        table.add_column(f"{t}\nrQPS", justify="right", overflow="fold")
     table.add_column("reps", justify="right")
     group = None
     for row in data.rows:

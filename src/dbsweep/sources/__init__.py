@@ -9,9 +9,24 @@ with every result.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import psutil
+
+from dbsweep.errors import DbsweepError
 
 SourceKind = Literal["debian", "git", "tarball", "dir"]
 
@@ -24,3 +39,130 @@ class SourceTree:
     version: str  # the upstream version, e.g. "15.18"
     identity: str  # "sha256:<hex>" of the upstream tarball, "git:<commit>", or "dir:sha256:<hex>"
     details: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+# --- helpers shared by the source kinds -------------------------------------------------
+
+Log = Callable[[str], None]
+META = "source.json"  # written last into a staged entry; its presence marks the entry complete
+_OUTPUT_TAIL = 10
+
+
+def quiet(_: str) -> None:
+    """The default log: says nothing."""
+
+
+def tree_version(tree: Path) -> str:
+    """The upstream version a Postgres source tree declares, e.g. "15.18" or "19devel"."""
+    configure = tree / "configure"
+    if configure.is_file():
+        m = re.search(r"^PACKAGE_VERSION='([^']+)'", configure.read_text(errors="replace"), re.MULTILINE)
+        if m:
+            return m.group(1)
+    configure_ac = tree / "configure.ac"
+    if configure_ac.is_file():
+        m = re.search(r"AC_INIT\(\[PostgreSQL\],\s*\[([^\]]+)\]", configure_ac.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+    raise DbsweepError(
+        f"{tree} does not look like a Postgres source tree: no PACKAGE_VERSION in configure "
+        "and no AC_INIT in configure.ac."
+    )
+
+
+def run(args: Sequence[str | Path], what: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs a command with its output captured; on failure raises with the output's last lines."""
+    cmd = [str(a) for a in args]
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    except FileNotFoundError:
+        raise DbsweepError(f"{what} needs `{cmd[0]}`, which is not installed.") from None
+    if r.returncode != 0:
+        raise DbsweepError(f"{what} failed ({shlex.join(cmd)} exited {r.returncode}):\n{tail(r.stdout + r.stderr)}")
+    return r
+
+
+def tail(output: str, lines: int = _OUTPUT_TAIL) -> str:
+    return "\n".join(output.strip().splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Holds an exclusive lock on `path` (created if needed), so two dbsweep runs never fetch into one cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def staging(root: Path) -> Iterator[Path]:
+    """A fresh directory under `root/.tmp` (same filesystem as the cache, so `publish` can rename).
+
+    Removed on the way out; whatever `publish` moved away is no longer there to remove.
+    """
+    tmp_root = root / ".tmp"
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(tmp_root)
+    d = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=tmp_root))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _remove_abandoned(tmp_root: Path) -> None:
+    """Removes staging directories whose process is gone (an interrupted fetch)."""
+    for d in tmp_root.iterdir():
+        pid = d.name.split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def publish(staged: Path, final: Path) -> None:
+    """Moves a complete staged entry into place in one rename; a concurrent twin that got there first wins."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        staged.rename(final)
+    except OSError:
+        if (final / META).is_file():
+            return
+        # An entry without its record was not published by us (entries are renamed in whole): replace it.
+        shutil.rmtree(final)
+        staged.rename(final)
+
+
+def write_meta(entry: Path, tree: SourceTree) -> None:
+    """Records what `load_meta` needs to answer again without fetching anything."""
+    data = {
+        "kind": tree.kind,
+        "tree": str(tree.path.relative_to(entry)),
+        "version": tree.version,
+        "identity": tree.identity,
+        "details": tree.details,
+    }
+    (entry / META).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def load_meta(entry: Path, spec: str) -> SourceTree | None:
+    """The SourceTree recorded in a published cache entry, or None when there is no complete entry."""
+    try:
+        data = json.loads((entry / META).read_text())
+        return SourceTree(
+            spec=spec,
+            kind=data["kind"],
+            path=entry / data["tree"],
+            version=data["version"],
+            identity=data["identity"],
+            details=dict(data["details"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def sha256_file(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
