@@ -280,8 +280,8 @@ class Server:
     def start(self, timeout: float = 120.0) -> None:
         """Starts on a free loopback port and a private socket; waits until it answers."""
         stop_stale(self.datadir)
-        self.socket_dir = self._pick_socket_dir()
         for attempt in range(3):
+            self.socket_dir = self._pick_socket_dir()
             self.port = free_port()
             logf = self.log.open("ab")
             try:
@@ -311,12 +311,12 @@ class Server:
                 self._wait_ready(timeout)
                 self._ensure_database()
                 return
-            except ServerError as e:
+            except ServerError:
                 self.stop()
-                port_taken = "could not bind" in self.log.read_text(errors="replace").splitlines()[-5:].__str__()
-                if attempt < 2 and port_taken:
+                # Another process may have taken the port between our probe and the bind: try another.
+                if attempt < 2 and "could not bind" in self.log.read_text(errors="replace")[-2000:]:
                     continue
-                raise e
+                raise
         raise AssertionError("unreachable")
 
     def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
@@ -376,9 +376,6 @@ class Server:
         """Fast shutdown, then immediate, then kill: never leaves the server behind."""
         if self.proc is not None:
             procs.terminate(self.proc, signal.SIGINT, timeout=120)
-            if self.proc.returncode not in (0, None):
-                # An immediate shutdown was needed or the server crashed; the log says which.
-                pass
             self.proc = None
         stop_stale(self.datadir)
         if self._own_socket_dir and self.socket_dir is not None:
