@@ -70,14 +70,16 @@ def tree_version(tree: Path) -> str:
     )
 
 
-def run(args: Sequence[str | Path], what: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs a command with its output captured; on failure raises with the output's last lines."""
+def run(
+    args: Sequence[str | Path], what: str, cwd: Path | None = None, *, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Runs a command with its output captured; on failure (when `check`) raises with the output's last lines."""
     cmd = [str(a) for a in args]
     try:
         r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
         raise DbsweepError(f"{what} needs `{cmd[0]}`, which is not installed.") from None
-    if r.returncode != 0:
+    if check and r.returncode != 0:
         raise DbsweepError(f"{what} failed ({shlex.join(cmd)} exited {r.returncode}):\n{tail(r.stdout + r.stderr)}")
     return r
 

@@ -1,0 +1,427 @@
+"""`debian:VERSION`: the upstream tarball of a Debian source package `postgresql-<major>`.
+
+apt runs with a private configuration under `<root>/apt/` (source list, package lists,
+cache), so the system's sources and lists are never read or changed. apt checks the
+archive's signatures and the index checksums; the files of the `.dsc` are checked here
+once more. Only the upstream (`.orig`) tarball is unpacked, without Debian's patches.
+
+Cache layout under the sources root:
+
+    apt/                                       sources.list, lists/, cache/, updated (stamp)
+    debian/<package>_<version>/source.json     what resolve answers without apt
+    debian/<package>_<version>/tree/           the unpacked upstream source
+    debian/<package>_<version>/download/       the .dsc, the .orig tarball, the Debian tarball
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import (
+    Log,
+    SourceTree,
+    load_meta,
+    locked,
+    publish,
+    quiet,
+    run,
+    sha256_file,
+    staging,
+    tail,
+    tree_version,
+    write_meta,
+)
+from dbsweep.sources.tarball import unpack
+
+MAJORS = range(11, 20)
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+_ARCHIVES = (
+    ("http://deb.debian.org/debian", ("bullseye", "bookworm", "trixie", "forky")),
+    ("http://deb.debian.org/debian-security", ("bullseye-security", "bookworm-security", "trixie-security")),
+)
+_MAX_AGE = 24 * 3600  # seconds before the package lists are refreshed
+_RECHECK_AFTER = 300  # seconds before a version not found is worth another refresh
+_APT_HELPER = "/usr/lib/apt/apt-helper"
+_STANZA = re.compile(rb"Package: (postgresql-\d+)\n(?:.*\n)*?Version: (\S+)$", re.MULTILINE)
+_ORIG = re.compile(r"\.orig\.tar\.(gz|bz2|xz)$")
+
+
+@dataclass(frozen=True)
+class DebianSource:
+    package: str  # postgresql-15
+    debian_version: str  # 15.18-0+deb12u1
+    upstream_version: str  # 15.18
+    suite: str  # bookworm (several joined by ", " when more than one carries it)
+
+    @property
+    def major(self) -> int:
+        return int(self.package.removeprefix("postgresql-"))
+
+
+# --- public -----------------------------------------------------------------------------
+
+
+def available(root: Path, log: Log = quiet) -> list[DebianSource]:
+    """Every Postgres source package version the Debian archives carry, by major and then version."""
+    _ensure_lists(root, log)
+    return [s for s in _query(root) if s.major in MAJORS]
+
+
+def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet) -> SourceTree:
+    """The upstream tree of Debian's `postgresql-<major>` at `version` (upstream, or a full Debian version)."""
+    package = f"postgresql-{major_of(version)}"
+    cached = _cached(root, package, version, spec)
+    if cached is not None:
+        return cached
+    source = _find(root, package, version, log)
+    with locked(root / "debian" / ".lock"):
+        cached = _cached(root, package, source.debian_version, spec)
+        if cached is not None:  # fetched by another run while we waited
+            return cached
+        return _fetch(spec, source, root, log)
+
+
+def major_of(version: str) -> str:
+    m = re.fullmatch(r"(?:\d+:)?(\d+)[A-Za-z0-9.+~:-]*", version)
+    if not m:
+        raise DbsweepError(f"{version!r} is not a Postgres version (e.g. 15.18, or a Debian version 15.18-0+deb12u1).")
+    return m.group(1)
+
+
+def verify_dsc(dsc: Path) -> dict[str, str]:
+    """Checks every file the .dsc lists (next to it) against its Checksums-Sha256; returns {name: sha256}."""
+    listed = parse_checksums(dsc.read_text(errors="replace"))
+    if not listed:
+        raise DbsweepError(f"{dsc.name} lists no Checksums-Sha256.")
+    for name, (digest, size) in listed.items():
+        path = dsc.parent / name
+        if not path.is_file():
+            raise DbsweepError(f"{name}, listed in {dsc.name}, was not downloaded.")
+        actual = sha256_file(path)
+        if actual != digest or path.stat().st_size != size:
+            raise DbsweepError(
+                f"{name} does not match {dsc.name}: sha256 {actual}, size {path.stat().st_size}; "
+                f"expected {digest}, size {size}."
+            )
+    return {name: digest for name, (digest, _) in listed.items()}
+
+
+def parse_checksums(dsc_text: str) -> dict[str, tuple[str, int]]:
+    """The `Checksums-Sha256` field of a .dsc: {file name: (sha256, size)}."""
+    listed: dict[str, tuple[str, int]] = {}
+    in_field = False
+    for line in dsc_text.splitlines():
+        if line.startswith("Checksums-Sha256:"):
+            in_field = True
+        elif in_field and line.startswith((" ", "\t")):
+            fields = line.split()
+            if len(fields) != 3 or not fields[1].isdigit():
+                raise DbsweepError(f"unreadable Checksums-Sha256 line in a .dsc: {line.strip()!r}")
+            listed[fields[2]] = (fields[0].lower(), int(fields[1]))
+        else:
+            in_field = False
+    return listed
+
+
+def compare_versions(a: str, b: str) -> int:
+    """Debian version order (epoch, upstream, revision; `~` sorts before everything): <0, 0 or >0."""
+    ea, ua, ra = _split_version(a)
+    eb, ub, rb = _split_version(b)
+    if ea != eb:
+        return ea - eb
+    return _compare_part(ua, ub) or _compare_part(ra, rb)
+
+
+def upstream_of(debian_version: str) -> str:
+    return _split_version(debian_version)[1]
+
+
+# --- finding a version --------------------------------------------------------------------
+
+
+def _cached(root: Path, package: str, version: str, spec: str) -> SourceTree | None:
+    """A fetched tree for `version` (the newest Debian revision fetched, for an upstream version)."""
+    base = root / "debian"
+    if "-" in version:
+        return load_meta(base / f"{package}_{_safe(version)}", spec)
+    if not base.is_dir():
+        return None
+    fetched = [_unsafe(e.name.removeprefix(f"{package}_")) for e in base.iterdir() if e.name.startswith(f"{package}_")]
+    matching = [v for v in fetched if _same_upstream(upstream_of(v), version)]
+    for v in sorted(matching, key=functools.cmp_to_key(compare_versions), reverse=True):
+        tree = load_meta(base / f"{package}_{_safe(v)}", spec)
+        if tree is not None:
+            return tree
+    return None
+
+
+def _find(root: Path, package: str, version: str, log: Log) -> DebianSource:
+    _ensure_lists(root, log)
+    everything = _query(root)
+    found = _match(everything, package, version)
+    if found is None and _lists_age(root) > _RECHECK_AFTER:
+        # The lists may predate the version: refresh once before giving up.
+        _ensure_lists(root, log, force=True)
+        everything = _query(root)
+        found = _match(everything, package, version)
+    if found is None:
+        raise DbsweepError(_unknown_message(everything, package, version))
+    return found
+
+
+def _match(sources: list[DebianSource], package: str, version: str) -> DebianSource | None:
+    if "-" in version:
+        exact = [s for s in sources if s.package == package and s.debian_version == version]
+    else:
+        exact = [s for s in sources if s.package == package and _same_upstream(s.upstream_version, version)]
+    return exact[-1] if exact else None  # sorted ascending: the newest Debian revision
+
+
+def _same_upstream(a: str, b: str) -> bool:
+    # Debian writes pre-releases as 18~beta1; accept 18beta1 for it.
+    return a.replace("~", "") == b.replace("~", "")
+
+
+def _unknown_message(everything: list[DebianSource], package: str, version: str) -> str:
+    same_major = [s for s in everything if s.package == package]
+    pool = same_major or everything
+    if "-" in version and same_major:
+        have = [s.debian_version for s in pool]
+    else:
+        have = list(dict.fromkeys(s.upstream_version for s in pool))
+    return f"no Debian source for Postgres {version}; have: {', '.join(have) or 'none'}"
+
+
+# --- apt ------------------------------------------------------------------------------------
+
+
+def _apt_options(root: Path) -> list[str]:
+    apt = root / "apt"
+    return [
+        "-o",
+        f"Dir::Etc::SourceList={apt / 'sources.list'}",
+        "-o",
+        "Dir::Etc::SourceParts=/nonexistent",
+        "-o",
+        f"Dir::State::Lists={apt / 'lists'}",
+        "-o",
+        f"Dir::Cache={apt / 'cache'}",
+        "-o",
+        "APT::Get::List-Cleanup=0",
+    ]
+
+
+def _sources_list() -> str:
+    lines = [f"deb-src [signed-by={KEYRING}] {url} {suite} main" for url, suites in _ARCHIVES for suite in suites]
+    return "\n".join(lines) + "\n"
+
+
+def _lists_age(root: Path) -> float:
+    """Seconds since the private package lists were refreshed (infinite when never)."""
+    try:
+        return time.time() - (root / "apt" / "updated").stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
+def _ensure_lists(root: Path, log: Log, *, force: bool = False) -> None:
+    """Refreshes the private package lists when missing, a day old, or forced."""
+    apt = root / "apt"
+    with locked(apt / ".lock"):
+        sources = apt / "sources.list"
+        changed = not sources.is_file() or sources.read_text() != _sources_list()
+        if _lists_age(root) < _MAX_AGE and not changed and not force:
+            return
+        if not KEYRING.is_file():
+            raise DbsweepError(
+                f"Debian sources need the Debian archive keyring {KEYRING} (apt-get install debian-archive-keyring)."
+            )
+        for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial"):
+            d.mkdir(parents=True, exist_ok=True)
+        sources.write_text(_sources_list())
+        log("updating the Debian source package lists")
+        r = run(["apt-get", *_apt_options(root), "update"], "apt-get update (Debian source lists)", check=False)
+        if r.returncode != 0:
+            # One archive failing (a suite moved to archive.debian.org, a mirror hiccup) need not stop
+            # the others; with no list at all there is nothing to use.
+            if not _index_files(root):
+                raise DbsweepError(f"apt-get update (Debian source lists) failed:\n{tail(r.stdout + r.stderr)}")
+            log(f"apt-get update reported problems; using the lists it has:\n{tail(r.stdout + r.stderr, 4)}")
+        (apt / "updated").touch()
+
+
+def _query(root: Path) -> list[DebianSource]:
+    """Every postgresql-NN source package in the private lists, read straight from the Sources indexes.
+
+    (One `apt-cache madison` per package scans all the indexes each time: seconds per major.)
+    """
+    suites: dict[tuple[str, str], list[str]] = {}
+    for filename, suite in _index_files(root):
+        for package, version in _postgres_stanzas(_index_text(filename)):
+            suites.setdefault((package, version), []).append(suite)
+    found = [
+        DebianSource(package=p, debian_version=v, upstream_version=upstream_of(v), suite=", ".join(dict.fromkeys(s)))
+        for (p, v), s in suites.items()
+    ]
+    return sorted(found, key=functools.cmp_to_key(_order))
+
+
+def _index_files(root: Path) -> list[tuple[str, str]]:
+    """(file, suite) of each Sources index present in the private lists."""
+    targets = run(
+        ["apt-get", *_apt_options(root), "indextargets", "--format", "$(FILENAME)\t$(CODENAME)", "Created-By: Sources"],
+        "apt-get indextargets",
+    ).stdout
+    found = []
+    for line in targets.splitlines():
+        filename, _, suite = line.partition("\t")
+        if Path(filename).is_file():
+            found.append((filename, suite))
+    return found
+
+
+def _index_text(filename: str) -> bytes:
+    """An index file's text; apt's helper undoes whichever compression apt stored it with."""
+    try:
+        r = subprocess.run([_APT_HELPER, "cat-file", filename], capture_output=True, check=False)
+    except FileNotFoundError:
+        raise DbsweepError(f"Debian sources need {_APT_HELPER} (part of apt), which is missing.") from None
+    if r.returncode != 0:
+        raise DbsweepError(f"cannot read {filename}:\n{tail(r.stderr.decode(errors='replace'))}")
+    return r.stdout
+
+
+def _postgres_stanzas(index: bytes) -> Iterator[tuple[str, str]]:
+    """(package, version) of each postgresql-NN stanza of a Sources index."""
+    # A plain substring search: a regex anchored with ^ would be tried at every offset of ~60 MB.
+    marker = b"\nPackage: postgresql-"
+    starts = [0] if index.startswith(marker[1:]) else []
+    at = index.find(marker)
+    while at >= 0:
+        starts.append(at + 1)
+        at = index.find(marker, at + 1)
+    for start in starts:
+        end = index.find(b"\n\n", start)
+        m = _STANZA.match(index, start, end if end >= 0 else len(index))
+        if m:
+            yield m.group(1).decode(), m.group(2).decode()
+
+
+def _order(a: DebianSource, b: DebianSource) -> int:
+    return (a.major - b.major) or compare_versions(a.debian_version, b.debian_version)
+
+
+# --- fetching ---------------------------------------------------------------------------------
+
+
+def _fetch(spec: str, source: DebianSource, root: Path, log: Log) -> SourceTree:
+    log(f"fetching Debian source {source.package} {source.debian_version} ({source.suite})")
+    with staging(root) as staged:
+        entry = staged / "entry"
+        download = entry / "download"
+        download.mkdir(parents=True)
+        with locked(root / "apt" / ".lock"):  # not while another run rewrites the lists
+            run(
+                [
+                    "apt-get",
+                    *_apt_options(root),
+                    "source",
+                    "--download-only",
+                    f"{source.package}={source.debian_version}",
+                ],
+                f"download of Debian source {source.package} {source.debian_version}",
+                cwd=download,
+            )
+        dscs = list(download.glob("*.dsc"))
+        if len(dscs) != 1:
+            raise DbsweepError(f"apt-get source left {len(dscs)} .dsc files for {source.package}, expected one.")
+        checksums = verify_dsc(dscs[0])
+        origs = sorted(name for name in checksums if _ORIG.search(name))
+        if len(origs) != 1:
+            raise DbsweepError(f"{dscs[0].name} lists {len(origs)} upstream tarballs, expected one: {origs}")
+        orig = download / origs[0]
+        log(f"unpacking {orig.name}")
+        with orig.open("rb") as f:
+            path = unpack(f, entry, orig.name)
+        version = tree_version(path)
+        if not _same_upstream(version, source.upstream_version):
+            raise DbsweepError(f"{orig.name} holds Postgres {version}, not {source.upstream_version}.")
+        result = SourceTree(
+            spec=spec,
+            kind="debian",
+            path=path,
+            version=version,
+            identity=f"sha256:{checksums[orig.name]}",
+            details={
+                "package": source.package,
+                "debian_version": source.debian_version,
+                "suite": source.suite,
+                "orig": orig.name,
+                "dsc": dscs[0].name,
+            },
+        )
+        write_meta(entry, result)
+        final = root / "debian" / f"{source.package}_{_safe(source.debian_version)}"
+        publish(entry, final)
+    return dataclasses.replace(result, path=final / "tree")
+
+
+def _safe(version: str) -> str:
+    return version.replace(":", "%3a")  # an epoch's colon has no place in a directory name
+
+
+def _unsafe(name: str) -> str:
+    return name.replace("%3a", ":")
+
+
+# --- Debian version order ---------------------------------------------------------------------
+
+
+def _split_version(v: str) -> tuple[int, str, str]:
+    epoch, sep, rest = v.partition(":")
+    if not sep:
+        epoch, rest = "0", v
+    upstream, sep, revision = rest.rpartition("-")
+    if not sep:
+        upstream, revision = rest, ""
+    return int(epoch), upstream, revision
+
+
+def _char_order(c: str) -> int:
+    if c == "~":
+        return -1  # before everything, even the end of the string: 18~beta1 < 18
+    if c.isalpha():
+        return ord(c)
+    return ord(c) + 256  # other characters sort after letters
+
+
+def _compare_part(a: str, b: str) -> int:
+    """dpkg's comparison of an upstream version or revision: alternate runs of non-digits and digits."""
+    while a or b:
+        na, a = _leading(a, digits=False)
+        nb, b = _leading(b, digits=False)
+        for i in range(max(len(na), len(nb))):
+            oa = _char_order(na[i]) if i < len(na) else 0
+            ob = _char_order(nb[i]) if i < len(nb) else 0
+            if oa != ob:
+                return oa - ob
+        da, a = _leading(a, digits=True)
+        db, b = _leading(b, digits=True)
+        if int(da or 0) != int(db or 0):
+            return int(da or 0) - int(db or 0)
+    return 0
+
+
+def _leading(s: str, *, digits: bool) -> tuple[str, str]:
+    i = 0
+    while i < len(s) and s[i].isdigit() == digits:
+        i += 1
+    return s[:i], s[i:]

@@ -1,0 +1,55 @@
+"""Turns a study's `source` string into an unpacked, identified source tree.
+
+Fetched trees are cached under the workspace's `sources/` directory and published
+in one rename, so a second resolve of the same spec is answered from the cache
+without apt or the network, and an interrupted fetch leaves nothing that looks complete.
+
+Under the sources root:
+
+    apt/                          private apt configuration and package lists (debian:)
+    debian/<package>_<version>/   tree/, download/ (.dsc, .orig and Debian tarballs), source.json
+    git/repos/<name>-<key>.git    mirror clones;  git/trees/<commit>/  tree/, source.json
+    tarball/<sha256>/             tree/, source.json;  tarball/by-url/  URL -> sha256
+    .tmp/                         staging, renamed into place when complete
+`dir:` trees are used where they are; nothing is stored for them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import SourceTree, quiet
+from dbsweep.sources.debian import resolve_debian
+from dbsweep.sources.git import resolve_git
+from dbsweep.sources.localdir import resolve_dir
+from dbsweep.sources.tarball import resolve_tarball
+
+_KINDS = ("debian", "git", "tarball", "dir")
+FORMS = "debian:VERSION (or a bare VERSION such as 15.18), git:URL_OR_PATH@REF, tarball:PATH_OR_URL or dir:PATH"
+
+
+def resolve(spec: str, root: Path, log: Callable[[str], None] | None = None, *, refresh: bool = False) -> SourceTree:
+    """The source tree `spec` names, fetched into `root` (the workspace's sources/) unless already there.
+
+    `refresh` makes a git source fetch even when its ref is known locally (to follow a moved branch).
+    """
+    say = log or quiet
+    kind, _, rest = spec.partition(":")
+    rest = rest.strip()
+    if kind not in _KINDS and re.match(r"\d", spec):  # a bare version is Debian's
+        kind, rest = "debian", spec.strip()
+    if not rest:
+        raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
+    if kind == "dir":
+        return resolve_dir(spec, rest)
+    root.mkdir(parents=True, exist_ok=True)
+    if kind == "debian":
+        return resolve_debian(spec, rest, root, say)
+    if kind == "git":
+        return resolve_git(spec, rest, root, say, refresh=refresh)
+    if kind == "tarball":
+        return resolve_tarball(spec, rest, root, say)
+    raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")

@@ -1,0 +1,146 @@
+"""`tarball:PATH_OR_URL`: a source tarball, identified by the sha256 of its bytes.
+
+Cache layout under the sources root:
+
+    tarball/<sha256>/source.json   what resolve answers without fetching again
+    tarball/<sha256>/tree/         the unpacked source root
+    tarball/by-url/<key>           the sha256 a URL gave last time (so a URL resolves offline)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import lzma
+import shutil
+import tarfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zlib
+from pathlib import Path
+from typing import IO
+
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import (
+    Log,
+    SourceTree,
+    load_meta,
+    publish,
+    quiet,
+    sha256_file,
+    staging,
+    tree_version,
+    write_meta,
+)
+
+_CHUNK = 1 << 20
+_TIMEOUT = 60  # seconds without progress before a download gives up
+
+
+def resolve_tarball(spec: str, location: str, root: Path, log: Log = quiet) -> SourceTree:
+    """The unpacked tree of a local or downloadable tarball, fetched and unpacked once."""
+    if is_url(location):
+        return _from_url(spec, location, root, log)
+    return _from_file(spec, Path(location).expanduser(), root, log)
+
+
+def is_url(location: str) -> bool:
+    return urllib.parse.urlsplit(location).scheme in ("http", "https")
+
+
+def unpack(stream: IO[bytes], staged: Path, what: str) -> Path:
+    """Unpacks a tar stream (plain, gzip, bzip2 or xz) into `staged/tree` and returns that path.
+
+    When the archive holds a single top directory (`postgresql-15.18/`), that directory becomes the tree.
+    """
+    dest = staged / "unpack"
+    dest.mkdir()
+    try:
+        with tarfile.open(fileobj=stream, mode="r|*") as tf:
+            # The "data" filter refuses absolute paths, links out of the tree and device files.
+            tf.extractall(dest, filter="data")
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:  # bz2 errors are OSErrors
+        raise DbsweepError(f"cannot unpack {what}: {e}") from None
+    entries = list(dest.iterdir())
+    top = entries[0] if len(entries) == 1 and entries[0].is_dir() else dest
+    tree = staged / "tree"
+    top.rename(tree)
+    shutil.rmtree(dest, ignore_errors=True)
+    return tree
+
+
+def _from_file(spec: str, path: Path, root: Path, log: Log) -> SourceTree:
+    if not path.is_file():
+        raise DbsweepError(f"tarball {path} does not exist.")
+    cached = load_meta(_entry(root, sha256_file(path)), spec)
+    if cached is not None:
+        return _with_source(cached, str(path))
+    with staging(root) as staged:
+        # Unpack a copy, so the bytes unpacked are the bytes hashed even if the file changes meanwhile.
+        copy = staged / path.name
+        shutil.copyfile(path, copy)
+        return _unpack_and_publish(spec, copy, sha256_file(copy), str(path), root, log)
+
+
+def _from_url(spec: str, url: str, root: Path, log: Log) -> SourceTree:
+    index = root / "tarball" / "by-url" / hashlib.sha256(url.encode()).hexdigest()[:32]
+    if index.is_file():
+        cached = load_meta(_entry(root, index.read_text().strip()), spec)
+        if cached is not None:
+            return _with_source(cached, url)
+    with staging(root) as staged:
+        name = Path(urllib.parse.urlsplit(url).path).name or "source.tar"
+        download = staged / name
+        log(f"downloading {url}")
+        digest = _download(url, download)
+        tree = _unpack_and_publish(spec, download, digest, url, root, log)
+        index.parent.mkdir(parents=True, exist_ok=True)
+        (staged / "index").write_text(digest + "\n")
+        (staged / "index").replace(index)
+        return tree
+
+
+def _download(url: str, dest: Path) -> str:
+    """Saves `url` to `dest` and returns the sha256 of the bytes saved."""
+    h = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT) as r, dest.open("wb") as f:  # noqa: S310 (http(s) only)
+            while chunk := r.read(_CHUNK):
+                h.update(chunk)
+                f.write(chunk)
+    except (urllib.error.URLError, OSError) as e:
+        raise DbsweepError(f"cannot download {url}: {e}") from None
+    return h.hexdigest()
+
+
+def _unpack_and_publish(spec: str, archive: Path, digest: str, source: str, root: Path, log: Log) -> SourceTree:
+    entry = _entry(root, digest)
+    cached = load_meta(entry, spec)
+    if cached is not None:  # the same bytes came from elsewhere before
+        return _with_source(cached, source)
+    log(f"unpacking {archive.name}")
+    staged = archive.parent / "entry"
+    staged.mkdir()
+    with archive.open("rb") as f:
+        path = unpack(f, staged, archive.name)
+    result = SourceTree(
+        spec=spec,
+        kind="tarball",
+        path=path,
+        version=tree_version(path),
+        identity=f"sha256:{digest}",
+        details={"source": source, "file": archive.name},
+    )
+    write_meta(staged, result)
+    publish(staged, entry)
+    return dataclasses.replace(result, path=entry / "tree")
+
+
+def _entry(root: Path, digest: str) -> Path:
+    return root / "tarball" / digest
+
+
+def _with_source(tree: SourceTree, source: str) -> SourceTree:
+    """The cached tree, with `details` naming where this spec got it (several may give the same bytes)."""
+    return dataclasses.replace(tree, details={**tree.details, "source": source})
