@@ -56,9 +56,34 @@ enum Command {
         no_prepared: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// sysbench's --range-size, also its --random-points for the IN-list and range workloads.
+        #[arg(long, default_value_t = 100)]
+        range: u32,
+        /// Exponent of the zipfian id distribution of update-zipf.
+        #[arg(long, default_value_t = 0.8)]
+        zipf_exp: f64,
     },
     /// List the workloads this client knows.
-    List,
+    List {
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The --range the statement counts are for.
+        #[arg(long, default_value_t = 100)]
+        range: u32,
+    },
+}
+
+#[derive(Serialize)]
+struct WorkloadLine {
+    name: &'static str,
+    group: &'static str,
+    range: u32,
+    statements_per_event: u64,
+    explicit_trx: bool,
+    writes: bool,
+    /// Whether --range changes the SQL; otherwise it is only part of the result's name.
+    uses_range: bool,
 }
 
 #[derive(Serialize)]
@@ -74,22 +99,43 @@ fn main() {
         Command::Prepare { conn, tables, rows, no_pk, seed } => {
             workloads::prepare::run(&conn, workloads::prepare::PrepareOpts { tables, rows, primary_key: !no_pk, seed })
         }
-        Command::Run { workload, conn, tables, rows, clients, seconds, warmup, no_prepared, seed } => {
+        Command::Run { workload, conn, tables, rows, clients, seconds, warmup, no_prepared, seed, range, zipf_exp } => {
             match workloads::sysbench::find(&workload) {
-                None => Err(format!(
-                    "unknown workload '{workload}'; have: {}",
-                    workloads::sysbench::names().join(", ")
-                )),
+                None => {
+                    Err(format!("unknown workload '{workload}'; have: {}", workloads::sysbench::names().join(", ")))
+                }
                 Some(w) => workloads::exec::run(
                     &conn,
                     w,
-                    workloads::exec::RunOpts { tables, rows, clients, seconds, warmup, prepared: !no_prepared, seed },
+                    workloads::exec::RunOpts {
+                        tables,
+                        rows,
+                        clients,
+                        seconds,
+                        warmup,
+                        prepared: !no_prepared,
+                        seed,
+                        range,
+                        zipf_exp,
+                    },
                 ),
             }
         }
-        Command::List => {
+        Command::List { json, range } => {
             for w in workloads::sysbench::ALL {
-                println!("{}\t{}\t{}", w.name, w.group, w.queries_per_event());
+                if json {
+                    metrics::emit(&WorkloadLine {
+                        name: w.name,
+                        group: w.group,
+                        range,
+                        statements_per_event: w.queries_per_event(),
+                        explicit_trx: w.explicit_trx,
+                        writes: w.writes(),
+                        uses_range: w.uses_range(),
+                    });
+                } else {
+                    println!("{}\t{}\t{}", w.name, w.group, w.queries_per_event());
+                }
             }
             Ok(())
         }

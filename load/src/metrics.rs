@@ -45,7 +45,10 @@ pub struct Tally {
     pub latency: Histogram<u64>,
     pub events: u64,
     pub queries: u64,
+    /// Rows the SELECTs returned.
     pub rows: u64,
+    /// Rows the writes inserted, updated or deleted.
+    pub rows_affected: u64,
     pub warmup_events: u64,
     pub errors: BTreeMap<String, u64>,
     pub error_samples: Vec<String>,
@@ -58,6 +61,7 @@ impl Tally {
             events: 0,
             queries: 0,
             rows: 0,
+            rows_affected: 0,
             warmup_events: 0,
             errors: BTreeMap::new(),
             error_samples: Vec::new(),
@@ -76,6 +80,7 @@ impl Tally {
         self.events += other.events;
         self.queries += other.queries;
         self.rows += other.rows;
+        self.rows_affected += other.rows_affected;
         self.warmup_events += other.warmup_events;
         for (k, v) in other.errors {
             *self.errors.entry(k).or_insert(0) += v;

@@ -34,15 +34,8 @@ impl ConnOpts {
         if !self.password.is_empty() {
             cfg.password(&self.password);
         }
-        cfg.connect(NoTls).map_err(|e| {
-            format!(
-                "cannot connect to {}:{} as {}: {}",
-                self.host,
-                self.port,
-                self.user,
-                describe(&e)
-            )
-        })
+        cfg.connect(NoTls)
+            .map_err(|e| format!("cannot connect to {}:{} as {}: {}", self.host, self.port, self.user, describe(&e)))
     }
 }
 

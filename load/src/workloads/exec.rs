@@ -1,10 +1,12 @@
 //! The generic executor: one thread and one connection per client, each
 //! running events of a declared workload until the step's time is up.
 
-use super::{render, Value, Workload};
+use super::gen::{Domain, Value};
+use super::{Pick, Shape, Workload};
 use crate::db::{describe, error_kind, ConnOpts};
 use crate::metrics::{self, emit, Latency, Live, Phase, Tally};
-use postgres::{Client, Statement};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, SimpleQueryMessage, Statement};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -21,6 +23,23 @@ pub struct RunOpts {
     pub warmup: u64,
     pub prepared: bool,
     pub seed: u64,
+    /// sysbench's --range-size, and --random-points where the workload takes it.
+    pub range: u32,
+    /// The exponent of the zipfian id distribution (update-zipf).
+    pub zipf_exp: f64,
+}
+
+impl RunOpts {
+    /// Rejects impossible options, in one line, before anything connects.
+    pub fn check(&self, w: &Workload) -> Result<(), String> {
+        if self.tables == 0 || self.rows <= 0 || self.clients == 0 || self.seconds == 0 {
+            return Err("tables, rows, clients and seconds must all be positive".into());
+        }
+        if !(self.zipf_exp.is_finite() && self.zipf_exp > 0.0) {
+            return Err(format!("--zipf-exp must be a positive number, not {}", self.zipf_exp));
+        }
+        w.check(self.rows, self.range)
+    }
 }
 
 #[derive(Serialize)]
@@ -34,11 +53,16 @@ struct Summary<'a> {
     rows: i32,
     prepared: bool,
     seed: u64,
+    range: u32,
+    zipf_exp: f64,
+    statements_per_event: u64,
+    explicit_trx: bool,
     warmup_seconds: u64,
     seconds: f64,
     events: u64,
     queries: u64,
     rows_returned: u64,
+    rows_affected: u64,
     qps: f64,
     tps: f64,
     warmup_events: u64,
@@ -51,6 +75,9 @@ struct Summary<'a> {
     client_cpu_sys_s: f64,
     client_cpu_us_per_query: f64,
     client_max_rss_kb: u64,
+    /// scan only: rows per table / mean scan latency in ms (§1.7), i.e. thousands of rows per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scan_krows_per_sec: Option<f64>,
 }
 
 /// Checks that the tables the step needs exist, so a bad option fails before
@@ -73,96 +100,131 @@ pub fn check_tables(client: &mut Client, tables: u32) -> Result<(), String> {
 
 struct Worker {
     client: Client,
-    /// Prepared statements, indexed [table - 1][statement].
+    /// Each statement's SQL, indexed [table - 1][statement].
+    shapes: Vec<Vec<Shape>>,
+    /// The prepared statements, same indexing; empty with --no-prepared.
     prepared: Vec<Vec<Statement>>,
+    /// The table a Pick::Client statement runs on.
+    own_table: u32,
     rng: SmallRng,
+    /// The values of the statement being run and of the one before it.
+    values: Vec<Value>,
+    prev: Vec<Value>,
+}
+
+/// What one event's statements did.
+#[derive(Default)]
+struct Done {
+    returned: u64,
+    affected: u64,
 }
 
 impl Worker {
     fn new(conn: &ConnOpts, w: &Workload, opts: &RunOpts, index: u32) -> Result<Self, String> {
         let mut client = conn.connect()?;
+        let shapes: Vec<Vec<Shape>> =
+            (1..=opts.tables).map(|t| w.stmts.iter().map(|s| Shape::new(s, t, opts.range)).collect()).collect();
         let mut prepared = Vec::new();
         if opts.prepared {
-            for t in 1..=opts.tables {
-                let mut per_table = Vec::new();
-                for s in w.stmts {
-                    let st = client.prepare(&render(s.sql, t, None)).map_err(|e| describe(&e))?;
-                    per_table.push(st);
-                }
-                prepared.push(per_table);
+            for per_table in &shapes {
+                let sts = per_table.iter().map(|sh| client.prepare(&sh.with_placeholders()).map_err(|e| describe(&e)));
+                prepared.push(sts.collect::<Result<Vec<_>, _>>()?);
             }
         }
         // Each client gets its own stream, reproducible from the seed.
         let rng = SmallRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
-        Ok(Worker { client, prepared, rng })
+        let own_table = index % opts.tables + 1;
+        Ok(Worker { client, shapes, prepared, own_table, rng, values: Vec::new(), prev: Vec::new() })
     }
 
-    /// Runs one event; returns the number of rows the statements returned.
-    fn event(&mut self, w: &Workload, opts: &RunOpts) -> Result<u64, postgres::Error> {
-        let table = self.rng.gen_range(1..=opts.tables);
+    /// Runs one event: every statement of the workload, in order.
+    fn event(&mut self, w: &Workload, opts: &RunOpts, dom: &Domain) -> Result<Done, postgres::Error> {
         if w.explicit_trx {
-            self.client.simple_query("BEGIN")?;
+            self.client.batch_execute("BEGIN")?;
         }
-        let mut rows = 0u64;
-        let mut values: Vec<Value> = Vec::with_capacity(4);
+        let mut done = Done::default();
+        let mut table = 0;
         for (si, s) in w.stmts.iter().enumerate() {
+            table = match s.table {
+                Pick::Random => self.rng.gen_range(1..=opts.tables),
+                Pick::Same => table,
+                Pick::Client => self.own_table,
+            };
+            let shape = &self.shapes[table as usize - 1][si];
             for _ in 0..s.repeat {
-                values.clear();
+                std::mem::swap(&mut self.values, &mut self.prev);
+                self.values.clear();
                 for g in s.params {
-                    values.push(Value::draw(*g, &mut self.rng, opts.rows));
+                    g.draw(&mut self.rng, dom, &self.prev, &mut self.values);
                 }
-                if opts.prepared {
-                    let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                        values.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)).collect();
-                    rows += self.client.query(&self.prepared[table as usize - 1][si], &params)?.len() as u64;
+                let (rows, affected) = if opts.prepared {
+                    let mut it = self.client.query_raw(&self.prepared[table as usize - 1][si], self.values.iter())?;
+                    let mut rows = 0;
+                    while it.next()?.is_some() {
+                        rows += 1;
+                    }
+                    (rows, it.rows_affected().unwrap_or(0))
                 } else {
-                    let sql = render(s.sql, table, Some(&values));
-                    for m in self.client.simple_query(&sql)? {
-                        if let postgres::SimpleQueryMessage::Row(_) = m {
-                            rows += 1;
+                    let (mut rows, mut affected) = (0, 0);
+                    for m in self.client.simple_query(&shape.with_literals(&self.values))? {
+                        match m {
+                            SimpleQueryMessage::Row(_) => rows += 1,
+                            SimpleQueryMessage::CommandComplete(n) => affected = n,
+                            _ => {}
                         }
                     }
+                    (rows, affected)
+                };
+                if shape.query {
+                    done.returned += rows;
+                } else {
+                    done.affected += affected;
                 }
             }
         }
         if w.explicit_trx {
-            self.client.simple_query("COMMIT")?;
+            self.client.batch_execute("COMMIT")?;
         }
-        Ok(rows)
+        Ok(done)
     }
 }
 
 fn work(mut worker: Worker, w: &Workload, opts: &RunOpts, live: &Live, phase: &Phase) -> Tally {
+    let dom = Domain::new(opts.rows, opts.range, opts.zipf_exp);
     let mut tally = Tally::new();
     let qpe = w.queries_per_event();
     while !phase.stop.load(Relaxed) {
         let t0 = Instant::now();
-        let result = worker.event(w, opts);
+        let result = worker.event(w, opts, &dom);
         let us = (t0.elapsed().as_micros() as u64).max(1);
         let measuring = phase.measuring.load(Relaxed);
         match result {
-            Ok(rows) => {
+            Ok(done) => {
                 live.record(qpe, us);
                 if measuring {
                     tally.events += 1;
                     tally.queries += qpe;
-                    tally.rows += rows;
+                    tally.rows += done.returned;
+                    tally.rows_affected += done.affected;
                     // Values beyond the histogram's range are clamped, never dropped.
                     tally.latency.saturating_record(us);
                 } else {
                     tally.warmup_events += 1;
                 }
             }
+            // One error per failed event; a failed transaction is rolled back and
+            // the client goes on (deadlocks and serialization failures included,
+            // which sysbench would retry silently: here they are counted).
             Err(e) => {
                 live.errors.fetch_add(1, Relaxed);
                 if w.explicit_trx && !worker.client.is_closed() {
-                    let _ = worker.client.simple_query("ROLLBACK");
+                    let _ = worker.client.batch_execute("ROLLBACK");
                 }
                 if measuring {
                     tally.error(error_kind(&e), describe(&e));
                 }
                 if worker.client.is_closed() {
-                    tally.error("connection-closed".into(), "the server closed the connection".into());
+                    // The error above already counted it; a closed connection cannot run more events.
                     break;
                 }
             }
@@ -172,9 +234,7 @@ fn work(mut worker: Worker, w: &Workload, opts: &RunOpts, live: &Live, phase: &P
 }
 
 pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), String> {
-    if opts.tables == 0 || opts.rows <= 0 || opts.clients == 0 || opts.seconds == 0 {
-        return Err("tables, rows, clients and seconds must all be positive".into());
-    }
+    opts.check(w)?;
     {
         let mut c = conn.connect()?;
         check_tables(&mut c, opts.tables)?;
@@ -217,11 +277,16 @@ pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), S
         rows: opts.rows,
         prepared: opts.prepared,
         seed: opts.seed,
+        range: opts.range,
+        zipf_exp: opts.zipf_exp,
+        statements_per_event: w.queries_per_event(),
+        explicit_trx: w.explicit_trx,
         warmup_seconds: opts.warmup,
         seconds,
         events: tally.events,
         queries: tally.queries,
         rows_returned: tally.rows,
+        rows_affected: tally.rows_affected,
         qps: tally.queries as f64 / seconds,
         tps: tally.events as f64 / seconds,
         warmup_events: tally.warmup_events,
@@ -234,6 +299,14 @@ pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), S
         client_cpu_sys_s: cs,
         client_cpu_us_per_query: if tally.queries > 0 { (cu + cs) * 1e6 / tally.queries as f64 } else { 0.0 },
         client_max_rss_kb: metrics::own_max_rss_kb(),
+        scan_krows_per_sec: w.is_scan().then(|| {
+            let mean_ms = tally.latency.mean() / 1000.0;
+            if tally.events > 0 && mean_ms > 0.0 {
+                opts.rows as f64 / mean_ms
+            } else {
+                0.0
+            }
+        }),
     });
     Ok(())
 }

@@ -2,28 +2,36 @@
 //! event is an explicit transaction) and run by one generic executor.
 
 pub mod exec;
+pub mod gen;
 pub mod prepare;
 pub mod sysbench;
 
-use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use rand::rngs::SmallRng;
-use rand::Rng;
-use std::error::Error;
+use gen::{Gen, Value};
+use std::fmt::Write;
 
-/// How a statement parameter is drawn for each event.
-#[derive(Debug, Clone, Copy)]
-pub enum Gen {
-    /// A row id, uniform in [1, rows].
-    Id,
+/// Which table a statement runs on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pick {
+    /// Uniform over the tables, drawn once per statement group (all the
+    /// repeats of one statement), as sysbench does.
+    Random,
+    /// The table of the statement before (the INSERT after its DELETE).
+    Same,
+    /// Always table (client index mod tables) + 1: the scan, which also
+    /// makes the summary report scan_krows_per_sec.
+    Client,
 }
 
-/// One statement of an event. `{t}` in the SQL stands for the table number.
+/// One statement of an event. In the SQL, `{t}` stands for the table number
+/// and each `?` for one generator of `params`, in order; an IN-list's `?`
+/// becomes as many placeholders as the list has values.
 #[derive(Debug)]
 pub struct Stmt {
     pub sql: &'static str,
     pub params: &'static [Gen],
     /// How many times the statement runs per event, each with fresh parameters.
     pub repeat: u32,
+    pub table: Pick,
 }
 
 #[derive(Debug)]
@@ -37,76 +45,180 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Statements per event, counted as sysbench counts queries.
+    /// Statements per event, counted as sysbench counts queries. The same for
+    /// every --range: an IN-list or a range is one statement.
     pub fn queries_per_event(&self) -> u64 {
         let body: u64 = self.stmts.iter().map(|s| s.repeat as u64).sum();
         body + if self.explicit_trx { 2 } else { 0 }
     }
+
+    pub fn writes(&self) -> bool {
+        self.stmts.iter().any(|s| !is_query(s.sql))
+    }
+
+    /// Whether --range changes the SQL or the values (otherwise it is only a label).
+    pub fn uses_range(&self) -> bool {
+        self.stmts.iter().any(|s| s.params.iter().any(|g| g.uses_range()))
+    }
+
+    /// A full-table scan, reported as thousands of rows scanned per second.
+    pub fn is_scan(&self) -> bool {
+        self.stmts.iter().any(|s| s.table == Pick::Client)
+    }
+
+    /// Rejects sizes the workload cannot run with, in one line.
+    pub fn check(&self, rows: i32, range: u32) -> Result<(), String> {
+        if range == 0 {
+            return Err("--range must be at least 1".into());
+        }
+        if self.uses_range() && range as i64 > rows as i64 {
+            return Err(format!("{} needs --range ({range}) no larger than --rows ({rows})", self.name));
+        }
+        let hot = self.stmts.iter().any(|s| s.params.contains(&Gen::HotIds));
+        if hot && (rows / 2) as i64 + range as i64 > rows as i64 {
+            return Err(format!(
+                "{}: the hot ids rows/2+1 .. rows/2+{range} go past --rows ({rows}); use --range <= {}",
+                self.name,
+                rows - rows / 2
+            ));
+        }
+        Ok(())
+    }
 }
 
-/// A bound parameter value.
-#[derive(Debug, Clone)]
-pub enum Value {
-    Int(i32),
+/// SELECTs return rows; everything else affects them.
+pub fn is_query(sql: &str) -> bool {
+    sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("select"))
 }
 
-impl Value {
-    pub fn draw(gen: Gen, rng: &mut SmallRng, rows: i32) -> Value {
-        match gen {
-            Gen::Id => Value::Int(rng.gen_range(1..=rows)),
-        }
-    }
-
-    /// The value as an SQL literal, for runs without prepared statements.
-    pub fn literal(&self) -> String {
-        match self {
-            Value::Int(v) => v.to_string(),
-        }
-    }
+/// A statement's SQL for one table, split where its parameters go, so that
+/// an event fills in placeholders or literals in one pass.
+#[derive(Debug)]
+pub struct Shape {
+    /// Text around the parameters: one more piece than there are generators.
+    pieces: Vec<String>,
+    /// Values each generator fills.
+    widths: Vec<usize>,
+    pub query: bool,
 }
 
-impl ToSql for Value {
-    fn to_sql(&self, ty: &Type, out: &mut postgres::types::private::BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        match self {
-            Value::Int(v) => v.to_sql(ty, out),
+impl Shape {
+    pub fn new(stmt: &Stmt, table: u32, range: u32) -> Shape {
+        let sql = stmt.sql.replace("{t}", &table.to_string());
+        let pieces: Vec<String> = sql.split('?').map(str::to_string).collect();
+        assert_eq!(pieces.len(), stmt.params.len() + 1, "one ? per generator in {}", stmt.sql);
+        Shape { pieces, widths: stmt.params.iter().map(|g| g.width(range)).collect(), query: is_query(stmt.sql) }
+    }
+
+    /// The SQL with `$1, $2, ...` placeholders, for preparing.
+    pub fn with_placeholders(&self) -> String {
+        self.fill(|out, i| write!(out, "${}", i + 1).unwrap())
+    }
+
+    /// The SQL with the values written in as literals.
+    pub fn with_literals(&self, values: &[Value]) -> String {
+        debug_assert_eq!(values.len(), self.widths.iter().sum::<usize>());
+        self.fill(|out, i| values[i].write_literal(out))
+    }
+
+    fn fill(&self, mut value: impl FnMut(&mut String, usize)) -> String {
+        let mut out = String::with_capacity(self.pieces.iter().map(String::len).sum::<usize>() + 8 * self.widths.len());
+        let mut next = 0;
+        for (piece, &width) in self.pieces.iter().zip(&self.widths) {
+            out.push_str(piece);
+            for j in 0..width {
+                if j > 0 {
+                    out.push_str(", ");
+                }
+                value(&mut out, next);
+                next += 1;
+            }
         }
+        out.push_str(self.pieces.last().expect("at least one piece"));
+        out
     }
-
-    fn accepts(ty: &Type) -> bool {
-        <i32 as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
-
-/// The SQL of a statement for table `t`, with `$n` placeholders replaced by
-/// literals when `values` is given.
-pub fn render(sql: &str, table: u32, values: Option<&[Value]>) -> String {
-    let mut s = sql.replace("{t}", &table.to_string());
-    if let Some(vals) = values {
-        // Replace from the highest index down so $1 does not clobber $10.
-        for (i, v) in vals.iter().enumerate().rev() {
-            s = s.replace(&format!("${}", i + 1), &v.literal());
-        }
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
+    use super::gen::Domain;
     use super::*;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
 
-    #[test]
-    fn render_substitutes_table_and_literals() {
-        let sql = "SELECT c FROM sbtest{t} WHERE id=$1";
-        assert_eq!(render(sql, 3, None), "SELECT c FROM sbtest3 WHERE id=$1");
-        assert_eq!(render(sql, 3, Some(&[Value::Int(42)])), "SELECT c FROM sbtest3 WHERE id=42");
+    fn sql(name: &str, stmt: usize, table: u32, range: u32) -> String {
+        Shape::new(&sysbench::find(name).unwrap().stmts[stmt], table, range).with_placeholders()
     }
 
     #[test]
-    fn point_query_is_one_statement_per_event() {
-        let w = sysbench::find("point-query").unwrap();
-        assert_eq!(w.queries_per_event(), 1);
-        assert_eq!(w.group, "point");
+    fn rendered_sql_is_exact() {
+        assert_eq!(sql("point-query", 0, 3, 100), "SELECT c FROM sbtest3 WHERE id=$1");
+        assert_eq!(sql("points-notcovered-si", 0, 2, 3), "SELECT k, c FROM sbtest2 WHERE k IN ($1, $2, $3)");
+        assert_eq!(sql("random-points", 0, 1, 2), "SELECT c FROM sbtest1 WHERE id IN ($1, $2)");
+        assert_eq!(sql("range-covered-si", 0, 1, 100), "SELECT k FROM sbtest1 WHERE k BETWEEN $1 AND $2");
+        assert_eq!(sql("read-only", 4, 1, 10), "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN $1 AND $2 ORDER BY c");
+        assert_eq!(sql("update-inlist", 0, 1, 100).matches('$').count(), 11);
+        assert_eq!(sql("write-only", 3, 4, 100), "INSERT INTO sbtest4 (id, k, c, pad) VALUES ($1, $2, $3, $4)");
+        assert_eq!(sql("insert", 0, 1, 100), "INSERT INTO sbtest1 (k, c, pad) VALUES ($1, $2, $3)");
+        assert_eq!(sql("scan", 0, 2, 100), "SELECT * FROM sbtest2 WHERE LENGTH(c) < 0");
+    }
+
+    #[test]
+    fn literals_replace_placeholders() {
+        let w = sysbench::find("update-nonindex").unwrap();
+        let shape = Shape::new(&w.stmts[0], 5, 100);
+        let v = [Value::Text("1-2".into()), Value::Int(42)];
+        assert_eq!(shape.with_literals(&v), "UPDATE sbtest5 SET c='1-2' WHERE id=42");
+        let w = sysbench::find("range-notcovered-pk").unwrap();
+        let shape = Shape::new(&w.stmts[0], 1, 100);
+        assert_eq!(
+            shape.with_literals(&[Value::Int(7), Value::Int(107)]),
+            "SELECT id, c FROM sbtest1 WHERE id BETWEEN 7 AND 107"
+        );
+        let w = sysbench::find("hot-points").unwrap();
+        let shape = Shape::new(&w.stmts[0], 1, 3);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut v = Vec::new();
+        Gen::HotIds.draw(&mut rng, &Domain::new(10, 3, 0.8), &[], &mut v);
+        assert_eq!(shape.with_literals(&v), "SELECT c FROM sbtest1 WHERE id IN (6, 7, 8)");
+    }
+
+    /// Every statement of every workload draws exactly as many values as its
+    /// SQL has placeholders, for several ranges.
+    #[test]
+    fn generators_fill_every_placeholder() {
+        let mut rng = SmallRng::seed_from_u64(2);
+        for w in sysbench::ALL {
+            assert_ne!(w.stmts[0].table, Pick::Same, "{}: Same needs a statement before it", w.name);
+            for range in [1, 3, 100] {
+                let d = Domain::new(1000, range, 0.8);
+                let mut prev = Vec::new();
+                for s in w.stmts {
+                    let shape = Shape::new(s, 1, range);
+                    let mut v = Vec::new();
+                    for g in s.params {
+                        g.draw(&mut rng, &d, &prev, &mut v);
+                    }
+                    let placeholders = shape.with_placeholders().matches('$').count();
+                    assert_eq!(v.len(), placeholders, "{} range {range}: {}", w.name, s.sql);
+                    assert!(!shape.with_literals(&v).contains(['?', '$']));
+                    prev = v;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let rp = sysbench::find("random-points").unwrap();
+        assert!(rp.check(100, 100).is_ok());
+        assert!(rp.check(100, 101).unwrap_err().contains("no larger than --rows"));
+        assert!(rp.check(100, 0).is_err());
+        let hot = sysbench::find("hot-points").unwrap();
+        assert!(hot.check(101, 51).is_ok());
+        assert!(hot.check(100, 51).unwrap_err().contains("use --range <= 50"));
+        // The range is only a label for point-query and the write-only step.
+        assert!(sysbench::find("point-query").unwrap().check(10, 100).is_ok());
+        assert!(sysbench::find("write-only").unwrap().check(10, 10_000).is_ok());
     }
 }
