@@ -34,6 +34,7 @@ clients = {clients}
 read_seconds = {seconds}
 write_seconds = {seconds}
 warmup_seconds = {warmup}
+maintenance_seconds = 0
 
 [[targets]]
 name = "a"

@@ -37,14 +37,14 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
         assert abs(qps - ops / secs) < 1e-6 * qps
     # Per-second samples and a histogram for every timed step.
     (n_samples,) = db.execute(
-        "SELECT count(*) FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.step = 'point-query'"
+        "SELECT count(*) FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.step = 'point-query_range=100'"
     ).fetchone()
     assert n_samples >= 4 * 2
     (n_hist,) = db.execute("SELECT count(*) FROM histograms").fetchone()
     assert n_hist == 4
     # The report's rQPS is the ratio of the stored QPS.
     qps = {(n, s, c): q for n, s, c, q, _, _ in rows}
-    expected = qps[("b", "point-query", 2)] / qps[("a", "point-query", 2)]
+    expected = qps[("b", "point-query_range=100", 2)] / qps[("a", "point-query_range=100", 2)]
     assert f"{expected:.2f}" in rep.splitlines()[[i for i, ln in enumerate(rep.splitlines()) if "point-query" in ln][1]]
     # Provenance names the engine, its flags, the config diff and the host.
     prov = json.loads(db.execute("SELECT data FROM provenance LIMIT 1").fetchone()[0])

@@ -37,7 +37,7 @@ def test_good_study_loads(tmp_path: Path) -> None:
     s = load_study(_write(tmp_path, GOOD))
     assert [t.label for t in s.targets] == ["a", "b"]
     assert s.base_target.config == "cx10a_c2r24"
-    assert s.steps() == ["point-query"]
+    assert s.steps() == ["point-query_range=100"]
     assert s.suite.clients == [1]
 
 

@@ -166,6 +166,102 @@ def report(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
         store.close()
 
 
+@app.command()
+def sources(
+    engine: Annotated[str, typer.Argument(help="The engine: postgres.")] = "postgres",
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Where fetched sources live.")] = Path(
+        ".dbsweep"
+    ),
+) -> None:
+    """List the Postgres versions dbsweep can fetch from Debian's source packages."""
+    from dbsweep.sources import debian
+
+    if engine != "postgres":
+        raise DbsweepError(f"unknown engine {engine!r}; have: postgres")
+    with console.status("reading Debian's source package lists"):
+        found = debian.available(workspace.resolve() / "sources")
+    table = Table(
+        title='Postgres from Debian\'s source packages (source = "VERSION" or "debian:VERSION")', title_justify="left"
+    )
+    for col in ("version", "Debian package", "Debian version", "suite"):
+        table.add_column(col)
+    for d in found:
+        table.add_row(d.upstream_version, d.package, d.debian_version, d.suite)
+    console.print(table)
+
+
+@app.command("build")
+def build_cmd(
+    what: Annotated[str, typer.Argument(help="A study file, or an engine name followed by a source.")],
+    source: Annotated[str | None, typer.Argument(help="With an engine: the source, e.g. 15.18.")] = None,
+    variant: Annotated[list[str] | None, typer.Option("--variant", "-v", help="Build variant (repeatable).")] = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Build what a study needs (or one source at some variants); cached builds are reused."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dbsweep import variants as variant_mod
+    from dbsweep.installs import build_from_source, custom_variants
+    from dbsweep.study import source_kind
+
+    jobs: list[tuple[str, variant_mod.Variant, str]] = []
+    if source is None:
+        s = _study(Path(what), workspace)
+        ws = s.workspace_dir
+        custom = custom_variants(s)
+        seen = set()
+        for t in s.targets:
+            if source_kind(t.source) == "system" or (t.source, t.variant) in seen:
+                continue
+            seen.add((t.source, t.variant))
+            jobs.append((t.source, variant_mod.resolve(t.variant, custom), f"{t.source}/{t.variant}"))
+    else:
+        if what != "postgres":
+            raise DbsweepError(f"unknown engine {what!r}; have: postgres (or give a study file alone)")
+        ws = (workspace or Path(".dbsweep")).resolve()
+        for name in variant or ["def"]:
+            jobs.append((source, variant_mod.builtin(name), f"{source}/{name}"))
+    failed = 0
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as prog:
+        for src, var, label in jobs:
+            try:
+                b = build_from_source(src, var, ws, prog, label)
+                prog.console.print(f"[green]built[/green] {label}: {b.dir} ({b.build_seconds:.0f} s)")
+            except DbsweepError as e:
+                failed += 1
+                prog.console.print(f"[red]failed[/red] {label}: {e}")
+    _print_builds(ws)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_builds(workspace: Path) -> None:
+    from dbsweep import build as build_mod
+
+    found = build_mod.list_builds(workspace / "builds")
+    table = Table(title=f"builds in {workspace / 'builds'}", title_justify="left")
+    for col in ("version", "variant", "compiler", "CFLAGS (pg_config)", "size", "build time", "made", "key"):
+        table.add_column(col, overflow="fold")
+    for b in found:
+        table.add_row(
+            b.version,
+            b.variant,
+            b.compiler_version.split(" (")[0],
+            b.cflags,
+            f"{b.install_bytes / 2**20:.0f} MiB",
+            f"{b.build_seconds:.0f} s",
+            b.created[:16],
+            b.key[:12],
+        )
+    console.print(table)
+
+
+@app.command()
+def builds(workspace: WorkspaceOpt = None) -> None:
+    """List the builds in the workspace with flags, size and build time."""
+    _print_builds((workspace or Path(".dbsweep")).resolve())
+
+
 def main() -> None:
     try:
         app()

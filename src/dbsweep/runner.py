@@ -8,6 +8,7 @@ every target alike.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from dbsweep.hostinfo import host_facts
 from dbsweep.installs import get_install
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
-from dbsweep.suites import LOAD_STEP, STEPS
+from dbsweep.suites import LOAD_STEP, SCAN_WARM_SECONDS, STEPS
 
 # A step whose failed events exceed this share of all events is marked failed.
 MAX_ERROR_RATE = 0.01
@@ -38,9 +39,34 @@ def plan(study: Study) -> list[CellKey]:
         for t in order:
             cells.append(CellKey(t.label, LOAD_STEP, 1, rep))
             for step in study.steps():
-                for clients in study.suite.clients:
+                for clients in clients_of(study, step):
                     cells.append(CellKey(t.label, step, clients, rep))
     return cells
+
+
+def clients_of(study: Study, step: str) -> list[int]:
+    """The client counts a step runs at: the study's, or one client per table for a warm-up."""
+    return [study.suite.tables] if STEPS[step].clients_are_tables else list(study.suite.clients)
+
+
+def maintenance_points(study: Study) -> set[str]:
+    """The steps the postwrite maintenance runs before: those right after a maintenance step.
+
+    The method runs it after the load (through point-query.warm, which follows the load) and
+    after read-write_range=100. Attached to the next step, it survives a resume.
+    """
+    steps = study.steps()
+    points = {b for a, b in itertools.pairwise(steps) if STEPS[a].maintenance_after}
+    if steps and not STEPS[steps[0]].maintenance_after:
+        points.add(steps[0])  # straight after the load
+    return points
+
+
+def step_seconds(study: Study, step: str) -> int:
+    s, kind = study.suite, STEPS[step].duration
+    if kind == "scan-warm":
+        return SCAN_WARM_SECONDS
+    return s.read_seconds if kind == "read" else s.write_seconds
 
 
 def target_spec(study: Study, target: Target) -> dict[str, Any]:
@@ -105,6 +131,9 @@ def _normalise(summary: dict[str, Any]) -> dict[str, Any]:
     s = dict(summary)
     if s.get("workload") == "prepare":
         s.update(ops_name="rows", operations=s["rows"], events=s["rows"], rate=s["rows_per_sec"], tps=s["rows_per_sec"])
+    elif s.get("workload") == "scan":
+        # The method reports scan as thousands of rows scanned per second, not queries per second.
+        s.update(ops_name="Krows", operations=s["queries"], events=s["events"], rate=s["scan_krows_per_sec"])
     else:
         s.update(ops_name="queries", operations=s["queries"], events=s["events"], rate=s["qps"])
     return s
@@ -260,7 +289,15 @@ class Runner:
             if reloaded:
                 progress.console.print(f"[dim]{target.label} r{rep}: reloading the tables to resume[/dim]")
                 self._step(server, conn, load_key, lambda m: None)
+            maintain_before = maintenance_points(self.study)
             for key in keys:
+                before: dict[str, float] | None = None
+                if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
+                    before = server.postwrite(
+                        self.study.suite.tables,
+                        self._maintenance_budget(),
+                        lambda m: progress.console.print(f"[dim]{target.label} r{rep}: {m}[/dim]"),
+                    )
                 task = progress.add_task(
                     f"{target.label} r{rep} {key.step} c{key.clients}", total=self._expected_seconds(key), unit="s"
                 )
@@ -273,6 +310,8 @@ class Runner:
                         key,
                         _advancer(progress, task, by_rows=key.step == LOAD_STEP),
                     )
+                    if before is not None:
+                        summary["maintenance_before"] = before
                     result = CellResult(
                         key, "done", started, now(), summary=summary, seconds_lines=lines, build=build, provenance=prov
                     )
@@ -304,12 +343,16 @@ class Runner:
         if all_done and not self.keep_data:
             shutil.rmtree(server.home, ignore_errors=True)
 
+    def _maintenance_budget(self) -> float:
+        s = self.study.suite
+        if s.maintenance_seconds is not None:
+            return float(s.maintenance_seconds)
+        return min(1200.0, 60 + s.rows * s.tables / 1e6)
+
     def _expected_seconds(self, key: CellKey) -> float:
         if key.step == LOAD_STEP:
             return float(self.study.suite.tables * self.study.suite.rows)
-        s = self.study.suite
-        secs = s.read_seconds if STEPS[key.step].duration == "read" else s.write_seconds
-        return float(secs + s.warmup_seconds)
+        return float(step_seconds(self.study, key.step) + self.study.suite.warmup_seconds)
 
     def _step(
         self, server: postgres.Server, conn: loadclient.Connection, key: CellKey, tick: Callable[[dict[str, Any]], None]
@@ -320,15 +363,18 @@ class Runner:
             cmd = ["prepare", *sizes] + ([] if s.primary_key else ["--no-pk"])
         else:
             spec = STEPS[key.step]
-            secs = s.read_seconds if spec.duration == "read" else s.write_seconds
             cmd = [
                 "run",
                 spec.workload,
                 *sizes,
+                "--range",
+                str(spec.range),
+                "--zipf-exp",
+                str(s.zipf_exp),
                 "--clients",
                 str(key.clients),
                 "--seconds",
-                str(secs),
+                str(step_seconds(self.study, key.step)),
                 "--warmup",
                 str(s.warmup_seconds),
             ] + ([] if s.prepared else ["--no-prepared"])

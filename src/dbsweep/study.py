@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dbsweep import configs, paths
+from dbsweep import variants as recipes
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.suites import STEP_NAMES, SUITE_NAMES
+from dbsweep.suites import STEP_NAMES, SUITE_NAMES, canonical
 
 ENGINES = ("postgres",)
 VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
@@ -79,6 +80,11 @@ class Suite(_Strict):
     primary_key: bool = True
     seed: int = 1
     connect: Literal["tcp", "socket"] = "tcp"
+    # Seconds the postwrite maintenance may take in all (VACUUM, CHECKPOINT, then a wait);
+    # unset: the method's budget, min(1200, 60 + rows x tables / 1e6).
+    maintenance_seconds: Annotated[int, Field(ge=0)] | None = None
+    # Zipfian exponent of update-zipf.
+    zipf_exp: Annotated[float, Field(gt=0)] = 0.8
 
 
 class Study(_Strict):
@@ -227,6 +233,10 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             )
     names = [v.name for v in study.variants]
     for i, v in enumerate(study.variants):
+        try:
+            recipes.from_table(v.model_dump(), where=f"variants[{i}]")
+        except StudyError as e:
+            problems.extend((p.split(": ", 1)[0], p.split(": ", 1)[1]) for p in e.problems)
         if v.name in VARIANTS:
             problems.append((f"variants[{i}].name", f"{v.name!r} is a built-in variant; choose another name"))
         elif names.index(v.name) != i:
@@ -238,7 +248,7 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             problems.append(("suite.steps", f"unknown step set {steps!r}; have: {', '.join(SUITE_NAMES)}"))
     else:
         for i, s in enumerate(steps):
-            if s not in STEP_NAMES:
+            if canonical(s) is None:
                 problems.append((f"suite.steps[{i}]", f"unknown step {s!r}; have: {', '.join(STEP_NAMES)}"))
     if len(set(study.suite.clients)) != len(study.suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))

@@ -37,7 +37,7 @@ def render(data: ReportData, console: Console) -> None:
         if row.group != group:
             group = row.group
             table.add_row(f"[bold]{GROUPS[group]}[/bold]", end_section=False)
-        name = row.step + (" (rows/s)" if row.ops_name == "rows" else "")
+        name = row.step + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
         cells = [name, str(row.clients)]
         for t in [data.base, *others]:
             c = row.cells[t]

@@ -1,0 +1,297 @@
+"""Building Postgres from source: variants, the build cache, provenance, failures, PGO.
+
+These tests build for real. The source and the builds live in a cache that outlives
+the test run (DBSWEEP_TEST_CACHE, default /var/tmp/dbsweep-test-cache), so only the
+first run on a machine compiles (a few minutes; ccache makes a rebuild take seconds).
+The PGO test takes two more builds and a training run: it runs with DBSWEEP_SLOW_TESTS=1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from dbsweep import build, variants
+from dbsweep.engines import postgres
+from dbsweep.errors import DbsweepError, StudyError
+from dbsweep.sources import SourceTree
+from dbsweep.variants import Variant
+
+CACHE = Path(os.environ.get("DBSWEEP_TEST_CACHE", "/var/tmp/dbsweep-test-cache"))
+SOURCES = CACHE / "sources" / "build-tests"
+BUILDS = CACHE / "builds"
+VERSION = "15.18"
+DEBIAN_VERSION = "15.18-0+deb12u1"
+TARBALL = f"postgresql-15_{VERSION}.orig.tar.bz2"
+SLOW = os.environ.get("DBSWEEP_SLOW_TESTS") == "1"
+
+
+def _apt(directory: Path, *args: str) -> None:
+    """apt-get with a private sources list and state, so the host's apt setup is untouched."""
+    options = [
+        f"-oDir::Etc::SourceList={directory / 'sources.list'}",
+        "-oDir::Etc::SourceParts=/nonexistent",
+        f"-oDir::State::Lists={directory / 'lists'}",
+        f"-oDir::Cache={directory / 'cache'}",
+    ]
+    subprocess.run(["apt-get", "-q", *options, *args], check=True, capture_output=True, cwd=directory.parent)
+
+
+def _fetch_tarball() -> Path:
+    tarball = SOURCES / TARBALL
+    if tarball.is_file():
+        return tarball
+    apt = SOURCES / "apt"
+    for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial"):
+        d.mkdir(parents=True, exist_ok=True)
+    (apt / "sources.list").write_text(
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+        "http://deb.debian.org/debian bookworm main\n"
+    )
+    _apt(apt, "update")
+    _apt(apt, "source", "--download-only", f"postgresql-15={DEBIAN_VERSION}")
+    assert tarball.is_file(), f"apt-get source did not leave {tarball}"
+    return tarball
+
+
+@pytest.fixture(scope="session")
+def tree() -> SourceTree:
+    """Postgres 15.18 from Debian's archive, unpacked once per machine."""
+    SOURCES.mkdir(parents=True, exist_ok=True)
+    for d in (CACHE, CACHE / "sources", SOURCES):
+        d.chmod(0o755)  # the server user runs installs from below here
+    tarball = _fetch_tarball()
+    path = SOURCES / f"postgresql-{VERSION}"
+    if not (path / "configure").is_file():
+        with tempfile.TemporaryDirectory(dir=SOURCES) as t:
+            with tarfile.open(tarball) as tf:
+                tf.extractall(t, filter="tar")
+            shutil.rmtree(path, ignore_errors=True)
+            (Path(t) / f"postgresql-{VERSION}").rename(path)
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
+    return SourceTree(spec=f"debian:{VERSION}", kind="debian", path=path, version=VERSION, identity=f"sha256:{digest}")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.progress: list[tuple[float, str]] = []
+
+    def log(self, message: str) -> None:
+        self.messages.append(message)
+
+    def on_progress(self, fraction: float, message: str) -> None:
+        self.progress.append((fraction, message))
+
+
+@pytest.fixture(scope="session")
+def o2_nofp() -> Variant:
+    return variants.builtin("o2_nofp")
+
+
+@pytest.fixture(scope="session")
+def o2_nofp_build(tree: SourceTree, o2_nofp: Variant) -> build.Build:
+    rec = Recorder()
+    b = build.build(tree, o2_nofp, BUILDS, log=rec.log, progress=rec.on_progress)
+    fractions = [f for f, _ in rec.progress]
+    assert fractions == sorted(fractions), "progress never goes back"
+    assert fractions[-1] == 1.0
+    return b
+
+
+def _answers(install: postgres.Install, home: Path) -> str:
+    server = postgres.Server(install, home, "default", "", user=postgres.server_user())
+    try:
+        server.init()
+        server.start()
+        with server.connect() as c:
+            row = c.execute("SELECT version()").fetchone()
+        assert row is not None
+        return str(row[0])
+    finally:
+        server.remove()
+
+
+def test_o2_nofp_build_starts_and_answers(o2_nofp_build: build.Build, tmp: Path) -> None:
+    version = _answers(o2_nofp_build.install, tmp / "server")
+    assert version.startswith(f"PostgreSQL {VERSION} ")
+
+
+def test_provenance_is_what_pg_config_reports(o2_nofp_build: build.Build) -> None:
+    b = o2_nofp_build
+    prov = b.install.provenance
+
+    def pg_config(option: str) -> str:
+        return subprocess.run(
+            [b.bindir / "pg_config", option], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert prov["cflags"] == pg_config("--cflags") == b.cflags
+    assert "-fno-omit-frame-pointer" in prov["cflags"].split()
+    assert "-g" in prov["cflags"].split()  # --enable-debug
+    assert prov["ldflags"] == pg_config("--ldflags")
+    assert prov["configure"] == pg_config("--configure")
+    assert "'--enable-debug'" in prov["configure"] and "'--with-lz4'" in prov["configure"]
+    assert b.configure_command[0] == str(b.metadata["source"]["path"]) + "/configure"
+    assert f"--prefix={b.install_dir}" in b.configure_command
+    assert prov["compiler_version"].startswith("gcc ")
+    assert prov["source_identity"].startswith("sha256:")
+    assert b.dir.name == f"postgres-{VERSION}-o2_nofp-{b.key[:12]}"
+    assert b.log_path.is_file() and "make" in b.log_path.read_text(errors="replace")
+    assert b.install_bytes > 10_000_000 and b.build_seconds > 0
+    for ext in build.CONTRIB:
+        assert (b.install_dir / "share" / "extension" / f"{ext}.control").is_file()
+    # psql finds the libpq of its own install (the rpath names the final directory).
+    ldd = subprocess.run(["ldd", b.bindir / "psql"], capture_output=True, text=True, check=True).stdout
+    assert str(b.install_dir / "lib" / "libpq.so") in ldd
+
+
+def test_second_build_comes_from_the_cache(tree: SourceTree, o2_nofp: Variant, o2_nofp_build: build.Build) -> None:
+    before = (o2_nofp_build.log_path.stat().st_mtime_ns, (o2_nofp_build.dir / "build.json").stat().st_mtime_ns)
+    rec = Recorder()
+    again = build.build(tree, o2_nofp, BUILDS, log=rec.log, progress=rec.on_progress)
+    assert again == o2_nofp_build
+    assert rec.messages == [f"{again.name}: cached"]  # no configure, no make
+    assert (again.log_path.stat().st_mtime_ns, (again.dir / "build.json").stat().st_mtime_ns) == before
+    assert build.find(tree, o2_nofp, BUILDS) == again
+    listed = {b.key: b.summary() for b in build.list_builds(BUILDS)}
+    row = listed[again.key]
+    assert (row["name"], row["version"], row["variant"]) == (again.name, VERSION, "o2_nofp")
+    assert row["compiler"].startswith("gcc ") and "-fno-omit-frame-pointer" in row["cflags"]
+    assert row["install_bytes"] == again.install_bytes and row["build_seconds"] == again.build_seconds
+    assert row["created"] == again.created
+    assert not (BUILDS / f".tmp-{again.key}").exists()
+
+
+def test_a_flag_the_compiler_rejects_fails_plainly_and_caches_nothing(tree: SourceTree) -> None:
+    bad = Variant("bad_flag", cflags=("-O2", "-fno-such-flag"))
+    key = build.cache_key(tree, bad, build.compiler_for(bad), None)
+    before = [b.name for b in build.list_builds(BUILDS)]
+    with pytest.raises(DbsweepError) as info:
+        build.build(tree, bad, BUILDS)
+    message = str(info.value)
+    assert "C compiler cannot create executables" in message
+    assert "-fno-such-flag" in message
+    log = BUILDS / "failed" / f"postgres-{VERSION}-bad_flag-{key[:12]}.log"
+    assert str(log) in message and log.is_file()
+    assert len([ln for ln in message.splitlines() if ln.startswith("    ")]) >= 10  # the log's tail
+    assert [b.name for b in build.list_builds(BUILDS)] == before
+    assert not [p for p in BUILDS.iterdir() if p.is_dir() and key[:12] in p.name]
+    assert build.find(tree, bad, BUILDS) is None
+
+
+def test_builtin_variants_follow_the_method() -> None:
+    flags = {name: (v.cflags_str, v.ldflags_str, v.pgo) for name, v in variants.BUILTINS.items()}
+    assert flags == {
+        "def": ("", "", False),
+        "o2_nofp": ("-O2 -fno-omit-frame-pointer", "", False),
+        "o3": ("-O3", "", False),
+        "o3_native": ("-O3 -march=native -mtune=native", "", False),
+        "o3_native_lto": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto", False),
+        "os": ("-Os", "", False),
+        "pgo": ("-O2", "", True),
+        "pgo_lto": ("-O2 -flto=auto", "-flto=auto", True),
+    }
+    v = variants.builtin("def")
+    assert v.configure_args("15.18") == ["--enable-debug", "--with-lz4"]
+    assert v.configure_args("16.4") == ["--enable-debug", "--with-lz4"]  # ICU is on by default from 16
+    assert v.configure_args("18.1") == ["--enable-debug", "--with-lz4", "--with-liburing"]
+    assert v.configure_args("13.20") == ["--enable-debug"]
+    with pytest.raises(DbsweepError, match="unknown build variant 'o9'"):
+        variants.builtin("o9")
+
+
+def test_cache_key_covers_what_changes_the_binary(tree: SourceTree) -> None:
+    gcc = build.Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+    base = variants.builtin("o2_nofp")
+    key = build.cache_key(tree, base, gcc, None)
+    renamed = Variant("my_o2", cflags=base.cflags)
+    assert build.cache_key(tree, renamed, gcc, None) == key  # the name does not change the binary
+    other_tree = SourceTree(tree.spec, tree.kind, tree.path, tree.version, "sha256:" + "0" * 64)
+    changed = [
+        build.cache_key(tree, Variant("x", cflags=("-O2",)), gcc, None),
+        build.cache_key(tree, base, build.Compiler("gcc", "gcc 13.1.0", None), None),
+        build.cache_key(other_tree, base, gcc, None),
+        build.cache_key(tree, Variant("x", cflags=base.cflags, configure=("--with-icu",)), gcc, None),
+        build.cache_key(tree, variants.builtin("pgo"), gcc, build.DEFAULT_TRAINING),
+        build.cache_key(tree, variants.builtin("pgo"), gcc, build.Training(seconds=5)),
+    ]
+    assert len({key, *changed}) == len(changed) + 1
+
+
+def test_study_variant_tables() -> None:
+    v = variants.from_table(
+        {"name": "clang_o3", "compiler": "clang", "cflags": "-O3  -g1", "configure": ["--with-icu"], "ldflags": ""}
+    )
+    assert v == Variant("clang_o3", compiler="clang", cflags=("-O3", "-g1"), configure=("--with-icu",))
+    assert v.recipe() == {
+        "compiler": "clang",
+        "cflags": ["-O3", "-g1"],
+        "ldflags": [],
+        "configure": ["--with-icu"],
+        "configure_vars": {},
+        "pgo": False,
+    }
+    lto = variants.from_table({"name": "lto", "cflags": ["-O2", "-flto"], "configure_vars": {"AR": "gcc-ar"}})
+    assert lto.configure_vars == (("AR", "gcc-ar"),)
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ({"name": "x", "cflags": 3}, 'variant "x": cflags: must be a string of flags or a list of strings'),
+        ({"name": "x", "ldflags": ["-flto", 1]}, 'variant "x": ldflags: must be'),
+        ({"name": "x", "compiler": "icc"}, "variant \"x\": compiler: 'icc' is not supported"),
+        ({"name": "x", "configure": "--with-icu"}, 'variant "x": configure: must be a list'),
+        ({"name": "x", "configure": ["with-icu"]}, "variant \"x\": configure[0]: 'with-icu' is not a configure option"),
+        (
+            {"name": "x", "configure": ["--prefix=/opt"]},
+            "variant \"x\": configure[0]: '--prefix=/opt' is set by dbsweep",
+        ),
+        ({"name": "x", "pgo": "yes"}, 'variant "x": pgo: must be true or false'),
+        (
+            {"name": "x", "compiler": "clang", "pgo": True},
+            'variant "x": pgo: profile-guided builds are supported with gcc',
+        ),
+        ({"name": "x", "configure_vars": {"CC": "tcc"}}, 'variant "x": configure_vars.CC: set it with'),
+        ({"name": "x", "cflag": "-O2"}, 'variant "x": cflag: unknown field'),
+        ({"name": "a/b"}, "variant: name: 'a/b' is not a name"),
+        ({"cflags": "-O2"}, "variant: name: None is not a name"),
+    ],
+)
+def test_variant_table_errors_name_the_field(table: dict[str, object], expected: str) -> None:
+    with pytest.raises(StudyError) as info:
+        variants.from_table(table)
+    assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+
+
+def test_pgo_with_clang_is_refused_before_building(tree: SourceTree, tmp: Path) -> None:
+    clang_pgo = Variant("clang_pgo", compiler="clang", cflags=("-O2",), pgo=True)
+    with pytest.raises(DbsweepError, match="gcc only"):
+        build.build(tree, clang_pgo, tmp / "builds")
+    assert not (tmp / "builds").exists()
+
+
+slow = pytest.mark.skipif(not SLOW, reason="set DBSWEEP_SLOW_TESTS=1: two builds and a training run")
+
+
+@slow
+@pytest.mark.timeout(3600)
+def test_pgo_build_is_trained_and_runs(tree: SourceTree, tmp: Path) -> None:
+    rec = Recorder()
+    b = build.build(tree, variants.builtin("pgo"), BUILDS, log=rec.log, progress=rec.on_progress)
+    assert b.training == build.DEFAULT_TRAINING.describe() == b.install.provenance["training"]
+    assert b.metadata["pgo"]["server_profile_files"] > 100
+    assert not b.ccache
+    cflags = b.cflags.split()
+    assert "-fprofile-correction" in cflags and any(f.startswith("-fprofile-use=") for f in cflags)
+    assert _answers(b.install, tmp / "server").startswith(f"PostgreSQL {VERSION} ")
+    log = b.log_path.read_text(errors="replace")
+    assert "-fprofile-generate=" in log and "training: server log" in log
