@@ -13,10 +13,15 @@ one unpacked source tree serves every variant, and it is removed after install.
 The install prefix is the final directory (installed with DESTDIR and moved), so
 rpaths and `pg_config` are right where the build ends up.
 
+Non-PGO builds compile through ccache when it is installed (`make CC="ccache gcc"`;
+hits need the same root, as the object directory's path is part of ccache's hash
+with -g).
+
 PGO (gcc only): an instrumented build (`PROFILE=-fprofile-generate=<dir>` on the
 make command line, so configure's test programs leave no profiles behind), a
-training run of the instrumented server, then a rebuild in the same object
-directory with `-fprofile-use=<dir> -fprofile-correction` in CFLAGS.
+training run of the instrumented server as the server user, then a rebuild in the
+same object directory (gcc names profiles after the objects' absolute paths) with
+`-fprofile-use=<dir> -fprofile-correction` in CFLAGS. PGO builds skip ccache.
 """
 
 from __future__ import annotations
@@ -56,29 +61,9 @@ OBJECTS_ESTIMATE = 1250
 # Extra modules later benchmarks need (the statements' statistics, table bloat).
 CONTRIB = ("pg_stat_statements", "pgstattuple")
 # Environment variables that would leak into configure or make and change the binary behind our back.
-_LEAKY_ENV = frozenset(
-    [
-        "CC",
-        "CXX",
-        "CPP",
-        "CFLAGS",
-        "CXXFLAGS",
-        "CPPFLAGS",
-        "LDFLAGS",
-        "LIBS",
-        "COPT",
-        "PROFILE",
-        "CUSTOM_COPT",
-        "DESTDIR",
-        "MAKEFLAGS",
-        "MFLAGS",
-        "MAKELEVEL",
-        "MAKEOVERRIDES",
-        "GNUMAKEFLAGS",
-        "LANG",
-        "LANGUAGE",
-    ]
-)
+_FLAG_VARS = ("CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "COPT", "PROFILE", "CUSTOM_COPT")
+_MAKE_VARS = ("DESTDIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS", "LANG", "LANGUAGE")
+_LEAKY_ENV = frozenset((*_FLAG_VARS, *_MAKE_VARS))
 _COMPILE_LINE = re.compile(rb"(^|\s)-c\s(.*\s)?-o\s+\S+\.o(\s|$)")
 _TAIL_LINES = 15
 
