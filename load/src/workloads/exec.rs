@@ -3,10 +3,8 @@
 
 use super::gen::{Domain, Value};
 use super::{Pick, Shape, Workload};
-use crate::db::{describe, error_kind, ConnOpts};
+use crate::db::{describe, error_kind, Conn, ConnOpts, DbError};
 use crate::metrics::{self, emit, Latency, Live, Phase, Tally};
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, SimpleQueryMessage, Statement};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -82,14 +80,17 @@ struct Summary<'a> {
 
 /// Checks that the tables the step needs exist, so a bad option fails before
 /// any work starts.
-pub fn check_tables(client: &mut Client, tables: u32) -> Result<(), String> {
-    let have: i64 = client
-        .query_one(
-            "SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname = ANY($1)",
-            &[&(1..=tables).map(|t| format!("sbtest{t}")).collect::<Vec<_>>()],
-        )
-        .map_err(|e| describe(&e))?
-        .get(0);
+pub fn check_tables(conn: &mut Conn, tables: u32) -> Result<(), String> {
+    let names: Vec<String> = (1..=tables).map(|t| format!("'sbtest{t}'")).collect();
+    let sql =
+        format!("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname = ANY(ARRAY[{}])", names.join(", "));
+    let rows = conn.simple_rows(&sql).map_err(|e| describe(&e))?;
+    let have: i64 = rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("no count from: {sql}"))?;
     if have != tables as i64 {
         return Err(format!(
             "the step needs tables sbtest1..sbtest{tables} but only {have} of them exist; run the prepare step with --tables {tables}"
@@ -99,11 +100,13 @@ pub fn check_tables(client: &mut Client, tables: u32) -> Result<(), String> {
 }
 
 struct Worker {
-    client: Client,
+    conn: Conn,
     /// Each statement's SQL, indexed [table - 1][statement].
     shapes: Vec<Vec<Shape>>,
-    /// The prepared statements, same indexing; empty with --no-prepared.
-    prepared: Vec<Vec<Statement>>,
+    /// The prepared statements' names, same indexing; empty with --no-prepared.
+    prepared: Vec<Vec<String>>,
+    /// An unprepared statement's SQL, rewritten in place for each execution.
+    sql: String,
     /// The table a Pick::Client statement runs on.
     own_table: u32,
     rng: SmallRng,
@@ -121,26 +124,41 @@ struct Done {
 
 impl Worker {
     fn new(conn: &ConnOpts, w: &Workload, opts: &RunOpts, index: u32) -> Result<Self, String> {
-        let mut client = conn.connect()?;
+        let mut conn = conn.connect()?;
         let shapes: Vec<Vec<Shape>> =
             (1..=opts.tables).map(|t| w.stmts.iter().map(|s| Shape::new(s, t, opts.range)).collect()).collect();
         let mut prepared = Vec::new();
         if opts.prepared {
-            for per_table in &shapes {
-                let sts = per_table.iter().map(|sh| client.prepare(&sh.with_placeholders()).map_err(|e| describe(&e)));
-                prepared.push(sts.collect::<Result<Vec<_>, _>>()?);
+            // Every (table, statement) prepared once, all in one round trip.
+            let mut parse = Vec::new();
+            for (t, per_table) in shapes.iter().enumerate() {
+                let names: Vec<String> = (0..per_table.len()).map(|si| format!("s{}_{si}", t + 1)).collect();
+                parse.extend(names.iter().cloned().zip(per_table.iter().map(Shape::with_placeholders)));
+                prepared.push(names);
             }
+            let parse: Vec<(&str, &str)> = parse.iter().map(|(n, sql)| (n.as_str(), sql.as_str())).collect();
+            conn.prepare(&parse).map_err(|e| describe(&e))?;
         }
         // Each client gets its own stream, reproducible from the seed.
         let rng = SmallRng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
         let own_table = index % opts.tables + 1;
-        Ok(Worker { client, shapes, prepared, own_table, rng, values: Vec::new(), prev: Vec::new() })
+        Ok(Worker {
+            conn,
+            shapes,
+            prepared,
+            sql: String::with_capacity(1024),
+            own_table,
+            rng,
+            values: Vec::new(),
+            prev: Vec::new(),
+        })
     }
 
     /// Runs one event: every statement of the workload, in order.
-    fn event(&mut self, w: &Workload, opts: &RunOpts, dom: &Domain) -> Result<Done, postgres::Error> {
+    fn event(&mut self, w: &Workload, opts: &RunOpts, dom: &Domain) -> Result<Done, DbError> {
+        // BEGIN and COMMIT go as simple queries, as sysbench sends them: one short message each.
         if w.explicit_trx {
-            self.client.batch_execute("BEGIN")?;
+            self.conn.simple("BEGIN")?;
         }
         let mut done = Done::default();
         let mut table = 0;
@@ -157,33 +175,21 @@ impl Worker {
                 for g in s.params {
                     g.draw(&mut self.rng, dom, &self.prev, &mut self.values);
                 }
-                let (rows, affected) = if opts.prepared {
-                    let mut it = self.client.query_raw(&self.prepared[table as usize - 1][si], self.values.iter())?;
-                    let mut rows = 0;
-                    while it.next()?.is_some() {
-                        rows += 1;
-                    }
-                    (rows, it.rows_affected().unwrap_or(0))
+                let out = if opts.prepared {
+                    self.conn.execute(&self.prepared[table as usize - 1][si], &self.values)?
                 } else {
-                    let (mut rows, mut affected) = (0, 0);
-                    for m in self.client.simple_query(&shape.with_literals(&self.values))? {
-                        match m {
-                            SimpleQueryMessage::Row(_) => rows += 1,
-                            SimpleQueryMessage::CommandComplete(n) => affected = n,
-                            _ => {}
-                        }
-                    }
-                    (rows, affected)
+                    shape.write_literals(&self.values, &mut self.sql);
+                    self.conn.simple(&self.sql)?
                 };
                 if shape.query {
-                    done.returned += rows;
+                    done.returned += out.rows;
                 } else {
-                    done.affected += affected;
+                    done.affected += out.affected;
                 }
             }
         }
         if w.explicit_trx {
-            self.client.batch_execute("COMMIT")?;
+            self.conn.simple("COMMIT")?;
         }
         Ok(done)
     }
@@ -217,13 +223,13 @@ fn work(mut worker: Worker, w: &Workload, opts: &RunOpts, live: &Live, phase: &P
             // which sysbench would retry silently: here they are counted).
             Err(e) => {
                 live.errors.fetch_add(1, Relaxed);
-                if w.explicit_trx && !worker.client.is_closed() {
-                    let _ = worker.client.batch_execute("ROLLBACK");
+                if w.explicit_trx && !worker.conn.is_closed() && worker.conn.in_transaction() {
+                    let _ = worker.conn.simple("ROLLBACK");
                 }
                 if measuring {
                     tally.error(error_kind(&e), describe(&e));
                 }
-                if worker.client.is_closed() {
+                if worker.conn.is_closed() {
                     // The error above already counted it; a closed connection cannot run more events.
                     break;
                 }

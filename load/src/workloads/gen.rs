@@ -2,10 +2,12 @@
 //! A generator yields one value, or several for an IN-list.
 
 use super::prepare::digit_groups;
-use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use crate::db::{put_int, Param};
+use bytes::BytesMut;
 use rand::rngs::SmallRng;
 use rand::Rng;
-use std::error::Error;
+use std::fmt;
+use std::fmt::Write;
 
 /// How many values an IN-list has.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,55 +110,98 @@ impl Gen {
                 let n = d.range as i32;
                 out.push(Value::Int(lo.saturating_add(if span == Span::Range { n } else { n - 1 })));
             }
-            Gen::PrevId => out.push(prev.first().expect("PrevId needs a statement before it").clone()),
+            Gen::PrevId => out.push(*prev.first().expect("PrevId needs a statement before it")),
             Gen::C | Gen::Pad => {
-                let mut s = String::with_capacity(120);
-                digit_groups(rng, if self == Gen::C { 10 } else { 5 }, &mut s);
-                out.push(Value::Text(s));
+                let mut t = Text::default();
+                digit_groups(rng, if self == Gen::C { 10 } else { 5 }, |b| t.push(b));
+                out.push(Value::Text(t));
             }
         }
     }
 }
 
-/// A bound parameter value.
-#[derive(Debug, Clone, PartialEq)]
+/// A bound parameter value. Plain data (no heap), so drawing values never allocates.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value {
     Int(i32),
-    Text(String),
+    Text(Text),
+}
+
+/// The longest text value: c is CHAR(120).
+pub const TEXT_CAP: usize = 120;
+
+/// A short string kept inline.
+#[derive(Clone, Copy, PartialEq)]
+pub struct Text {
+    len: u8,
+    bytes: [u8; TEXT_CAP],
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text { len: 0, bytes: [0; TEXT_CAP] }
+    }
+}
+
+impl Text {
+    /// Appends one ASCII byte; panics past TEXT_CAP (the generators stay below it).
+    #[inline]
+    pub fn push(&mut self, b: u8) {
+        assert!(b.is_ascii(), "Text holds ASCII only");
+        self.bytes[self.len as usize] = b;
+        self.len += 1;
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).expect("ASCII only")
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        let mut t = Text::default();
+        s.bytes().for_each(|b| t.push(b));
+        t
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 impl Value {
     /// The value as an SQL literal, for runs without prepared statements.
     pub fn write_literal(&self, out: &mut String) {
         match self {
-            Value::Int(v) => out.push_str(&v.to_string()),
+            Value::Int(v) => write!(out, "{v}").expect("writing to a String"),
             Value::Text(s) => {
                 out.push('\'');
-                out.push_str(&s.replace('\'', "''"));
+                for c in s.as_str().chars() {
+                    if c == '\'' {
+                        out.push('\'');
+                    }
+                    out.push(c);
+                }
                 out.push('\'');
             }
         }
     }
 }
 
-impl ToSql for Value {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+impl Param for Value {
+    #[inline]
+    fn write_text(&self, out: &mut BytesMut) {
         match self {
-            Value::Int(v) if <i32 as ToSql>::accepts(ty) => v.to_sql(ty, out),
-            Value::Text(s) if <String as ToSql>::accepts(ty) => s.to_sql(ty, out),
-            _ => Err(format!("{self:?} cannot be sent as {ty}").into()),
+            Value::Int(v) => put_int(out, *v as i64),
+            Value::Text(s) => out.extend_from_slice(s.as_bytes()),
         }
     }
-
-    fn accepts(ty: &Type) -> bool {
-        <i32 as ToSql>::accepts(ty) || <String as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
 }
 
 /// Zipfian integers over [1, n]: P(k) proportional to k^-s. Uses
@@ -337,7 +382,7 @@ mod tests {
         Gen::Pad.draw(&mut rng, &d, &prev, &mut out);
         assert_eq!(out[0], Value::Int(77));
         let (Value::Text(c), Value::Text(pad)) = (&out[1], &out[2]) else { unreachable!() };
-        assert_eq!((c.len(), pad.len()), (119, 59));
+        assert_eq!((c.as_str().len(), pad.as_str().len()), (119, 59));
     }
 
     #[test]

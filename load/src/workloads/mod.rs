@@ -116,13 +116,28 @@ impl Shape {
     }
 
     /// The SQL with the values written in as literals.
+    #[cfg(test)]
     pub fn with_literals(&self, values: &[Value]) -> String {
-        debug_assert_eq!(values.len(), self.widths.iter().sum::<usize>());
-        self.fill(|out, i| values[i].write_literal(out))
+        let mut out = String::new();
+        self.write_literals(values, &mut out);
+        out
     }
 
-    fn fill(&self, mut value: impl FnMut(&mut String, usize)) -> String {
+    /// The SQL with the values written in as literals, into `out` (cleared first), so a
+    /// reused buffer makes it without allocating.
+    pub fn write_literals(&self, values: &[Value], out: &mut String) {
+        debug_assert_eq!(values.len(), self.widths.iter().sum::<usize>());
+        out.clear();
+        self.fill_into(out, |out, i| values[i].write_literal(out))
+    }
+
+    fn fill(&self, value: impl FnMut(&mut String, usize)) -> String {
         let mut out = String::with_capacity(self.pieces.iter().map(String::len).sum::<usize>() + 8 * self.widths.len());
+        self.fill_into(&mut out, value);
+        out
+    }
+
+    fn fill_into(&self, out: &mut String, mut value: impl FnMut(&mut String, usize)) {
         let mut next = 0;
         for (piece, &width) in self.pieces.iter().zip(&self.widths) {
             out.push_str(piece);
@@ -130,12 +145,11 @@ impl Shape {
                 if j > 0 {
                     out.push_str(", ");
                 }
-                value(&mut out, next);
+                value(out, next);
                 next += 1;
             }
         }
         out.push_str(self.pieces.last().expect("at least one piece"));
-        out
     }
 }
 

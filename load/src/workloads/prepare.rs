@@ -1,9 +1,8 @@
 //! The sysbench load step: create the sbtest tables, insert rows in id order
 //! with multi-row INSERTs, then create the secondary index on k.
 
-use crate::db::{describe, ConnOpts};
+use crate::db::{describe, Conn, ConnOpts};
 use crate::metrics::{self, emit, Live, Phase};
-use postgres::Client;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -38,29 +37,33 @@ struct Summary {
     client_cpu_sys_s: f64,
 }
 
-/// `groups` groups of 11 random digits joined by '-', as sysbench fills c and pad.
-pub fn digit_groups(rng: &mut SmallRng, groups: usize, out: &mut String) {
+/// `groups` groups of 11 random digits joined by '-', as sysbench fills c and pad, one byte at a time.
+#[inline]
+pub fn digit_groups(rng: &mut SmallRng, groups: usize, mut push: impl FnMut(u8)) {
     for g in 0..groups {
         if g > 0 {
-            out.push('-');
+            push(b'-');
         }
         for _ in 0..11 {
-            out.push(char::from(b'0' + rng.gen_range(0..10u8)));
+            push(b'0' + rng.gen_range(0..10u8));
         }
     }
 }
 
-fn exec(client: &mut Client, sql: &str) -> Result<(), String> {
-    client.batch_execute(sql).map_err(|e| format!("{}: {}", sql.chars().take(80).collect::<String>(), describe(&e)))
+fn exec(client: &mut Conn, sql: &str) -> Result<(), String> {
+    client
+        .simple(sql)
+        .map(|_| ())
+        .map_err(|e| format!("{}: {}", sql.chars().take(80).collect::<String>(), describe(&e)))
 }
 
-fn load(client: &mut Client, opts: &PrepareOpts, live: &Live) -> Result<(f64, f64), String> {
+fn load(client: &mut Conn, opts: &PrepareOpts, live: &Live) -> Result<(f64, f64), String> {
     // Drop every sbtest table, not only the ones this load makes, as sysbench's driver script does.
     let old: Vec<String> = client
-        .query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^sbtest[0-9]+$'", &[])
+        .simple_rows("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^sbtest[0-9]+$'")
         .map_err(|e| describe(&e))?
-        .iter()
-        .map(|r| r.get(0))
+        .into_iter()
+        .filter_map(|mut r| r.pop().flatten())
         .collect();
     for t in old {
         exec(client, &format!("DROP TABLE IF EXISTS {t}"))?;
@@ -90,13 +93,13 @@ fn load(client: &mut Client, opts: &PrepareOpts, live: &Live) -> Result<(f64, f6
                     sql.push(',');
                 }
                 write!(sql, "({}, '", rng.gen_range(1..=opts.rows)).unwrap();
-                digit_groups(&mut rng, 10, &mut sql);
+                digit_groups(&mut rng, 10, |b| sql.push(char::from(b)));
                 sql.push_str("', '");
-                digit_groups(&mut rng, 5, &mut sql);
+                digit_groups(&mut rng, 5, |b| sql.push(char::from(b)));
                 sql.push_str("')");
             }
             let s0 = Instant::now();
-            client.batch_execute(&sql).map_err(|e| format!("loading sbtest{t}: {}", describe(&e)))?;
+            client.simple(&sql).map_err(|e| format!("loading sbtest{t}: {}", describe(&e)))?;
             live.record(n as u64, s0.elapsed().as_micros() as u64);
             done += n;
         }
@@ -155,12 +158,12 @@ mod tests {
     fn c_and_pad_have_sysbench_format() {
         let mut rng = SmallRng::seed_from_u64(7);
         let mut c = String::new();
-        digit_groups(&mut rng, 10, &mut c);
+        digit_groups(&mut rng, 10, |b| c.push(char::from(b)));
         assert_eq!(c.len(), 119);
         assert_eq!(c.split('-').count(), 10);
         assert!(c.split('-').all(|g| g.len() == 11 && g.bytes().all(|b| b.is_ascii_digit())));
         let mut pad = String::new();
-        digit_groups(&mut rng, 5, &mut pad);
+        digit_groups(&mut rng, 5, |b| pad.push(char::from(b)));
         assert_eq!(pad.len(), 59);
     }
 }

@@ -1,0 +1,412 @@
+//! One blocking connection: startup and authentication, then requests that
+//! each take one write and (usually) one read.
+
+use super::wire::{self, Param, Reader, Reply, ServerError};
+use super::DbError;
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::md5_hash;
+use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::frontend;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// What one statement did.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// DataRows returned.
+    pub rows: u64,
+    /// The row count of its command tag.
+    pub affected: u64,
+}
+
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t).and_then(|()| s.set_write_timeout(t)),
+            Stream::Unix(s) => s.set_read_timeout(t).and_then(|()| s.set_write_timeout(t)),
+        }
+    }
+}
+
+impl Read for Stream {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+pub struct Conn {
+    stream: Stream,
+    reader: Reader,
+    /// The request being sent; cleared, never shrunk.
+    wbuf: BytesMut,
+    reply: Reply,
+    closed: bool,
+    /// The last ReadyForQuery's transaction status.
+    status: u8,
+}
+
+/// How long the startup (authentication included) may wait for the server.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Conn {
+    /// Starts a session on a connected socket: startup message, authentication, then waits for
+    /// the first ReadyForQuery.
+    pub fn start(stream: Stream, user: &str, dbname: &str, password: &str) -> Result<Conn, DbError> {
+        stream.set_timeouts(Some(STARTUP_TIMEOUT)).map_err(DbError::io)?;
+        let mut c = Conn {
+            stream,
+            reader: Reader::new(wire::READ_BUFFER),
+            wbuf: BytesMut::with_capacity(4096),
+            reply: Reply::default(),
+            closed: false,
+            status: 0,
+        };
+        let params =
+            [("user", user), ("database", dbname), ("application_name", "dbsweep-load"), ("client_encoding", "UTF8")];
+        frontend::startup_message(params, &mut c.wbuf).map_err(DbError::client)?;
+        c.send()?;
+        c.authenticate(user, password)?;
+        loop {
+            // ParameterStatus, BackendKeyData and NoticeResponse come before it.
+            if let Message::ReadyForQuery(body) = c.next_message()? {
+                c.status = body.status();
+                break;
+            }
+        }
+        c.stream.set_timeouts(None).map_err(DbError::io)?;
+        Ok(c)
+    }
+
+    /// Answers the server's authentication requests until AuthenticationOk.
+    fn authenticate(&mut self, user: &str, password: &str) -> Result<(), DbError> {
+        let need_password = || DbError::Client("the server asks for a password; set DBSWEEP_PGPASSWORD".into());
+        let mut scram: Option<ScramSha256> = None;
+        loop {
+            let m = self.next_message()?;
+            self.wbuf.clear();
+            match m {
+                Message::AuthenticationOk => return Ok(()),
+                Message::AuthenticationCleartextPassword => {
+                    if password.is_empty() {
+                        return Err(need_password());
+                    }
+                    frontend::password_message(password.as_bytes(), &mut self.wbuf).map_err(DbError::client)?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    if password.is_empty() {
+                        return Err(need_password());
+                    }
+                    let hash = md5_hash(user.as_bytes(), password.as_bytes(), body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.wbuf).map_err(DbError::client)?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    if password.is_empty() {
+                        return Err(need_password());
+                    }
+                    let mechanisms: Vec<&str> = body.mechanisms().collect().map_err(DbError::client)?;
+                    if !mechanisms.contains(&SCRAM_SHA_256) {
+                        return Err(DbError::Client(format!(
+                            "the server offers only the SASL mechanisms {mechanisms:?}; this client speaks {SCRAM_SHA_256}"
+                        )));
+                    }
+                    // No TLS, so no channel binding.
+                    let s = ScramSha256::new(password.as_bytes(), ChannelBinding::unsupported());
+                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.wbuf)
+                        .map_err(DbError::client)?;
+                    scram = Some(s);
+                }
+                Message::AuthenticationSaslContinue(body) => {
+                    let s = scram.as_mut().ok_or_else(|| DbError::Client("SASL continue before SASL start".into()))?;
+                    s.update(body.data()).map_err(DbError::client)?;
+                    frontend::sasl_response(s.message(), &mut self.wbuf).map_err(DbError::client)?;
+                }
+                Message::AuthenticationSaslFinal(body) => {
+                    let s = scram.as_mut().ok_or_else(|| DbError::Client("SASL final before SASL start".into()))?;
+                    // Checks the server's signature: the server knows the password too.
+                    s.finish(body.data()).map_err(DbError::client)?;
+                    continue;
+                }
+                Message::NoticeResponse(_) | Message::ParameterStatus(_) => continue,
+                _ => return Err(DbError::Client("unsupported authentication method requested by the server".into())),
+            }
+            self.send()?;
+        }
+    }
+
+    /// The next whole message; an ErrorResponse becomes the error (startup is over then).
+    fn next_message(&mut self) -> Result<Message, DbError> {
+        match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
+            Message::ErrorResponse(body) => {
+                let e = ServerError::from_body(&body).map_err(|e| self.broken(e))?;
+                // During startup every error ends the session.
+                self.closed = true;
+                Err(DbError::Server(e))
+            }
+            m => Ok(m),
+        }
+    }
+
+    /// Marks the connection unusable after an I/O or protocol error.
+    fn broken(&mut self, e: io::Error) -> DbError {
+        self.closed = true;
+        DbError::io(e)
+    }
+
+    /// Sends the request in `wbuf`, in one write unless the kernel takes it in parts.
+    #[inline]
+    fn send(&mut self) -> Result<(), DbError> {
+        if self.closed {
+            return Err(DbError::Closed("the connection is closed".into()));
+        }
+        match self.stream.write_all(&self.wbuf) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.broken(e)),
+        }
+    }
+
+    /// Reads the reply to the request just sent.
+    #[inline]
+    fn finish(&mut self) -> Result<Outcome, DbError> {
+        self.reply.clear();
+        if let Err(e) = self.reader.reply(&mut self.stream, &mut self.reply) {
+            return Err(self.broken(e));
+        }
+        if let Some(e) = self.reply.error.take() {
+            if e.fatal {
+                self.closed = true;
+            } else {
+                self.status = self.reply.status;
+            }
+            return Err(DbError::Server(e));
+        }
+        self.status = self.reply.status;
+        Ok(Outcome { rows: self.reply.rows, affected: self.reply.affected })
+    }
+
+    /// Prepares named statements, (name, SQL) each, parameter types left to the server; one round trip.
+    pub fn prepare(&mut self, statements: &[(&str, &str)]) -> Result<(), DbError> {
+        self.wbuf.clear();
+        for (name, sql) in statements {
+            frontend::parse(name, sql, [], &mut self.wbuf).map_err(DbError::client)?;
+        }
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        self.finish().map(|_| ())
+    }
+
+    /// Runs a prepared statement: Bind, Execute and Sync in one write, then its reply.
+    #[inline]
+    pub fn execute<'a, P: Param + 'a>(
+        &mut self,
+        statement: &str,
+        params: impl IntoIterator<Item = &'a P>,
+    ) -> Result<Outcome, DbError> {
+        self.wbuf.clear();
+        wire::bind_execute(statement, params, &mut self.wbuf).map_err(DbError::client)?;
+        self.send()?;
+        self.finish()
+    }
+
+    /// Runs SQL with the simple query protocol (one Query message; several statements allowed:
+    /// rows add up, `affected` is the last statement's).
+    #[inline]
+    pub fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
+        self.wbuf.clear();
+        frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
+        self.send()?;
+        self.finish()
+    }
+
+    /// Runs one query with the simple protocol and returns its rows as text (NULL as None).
+    /// Allocates: for checks before a run, not for the load.
+    pub fn simple_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
+        self.wbuf.clear();
+        frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
+        self.send()?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
+                Message::DataRow(body) => {
+                    let mut ranges = body.ranges();
+                    let mut row = Vec::new();
+                    while let Some(r) = ranges.next().map_err(|e| self.broken(e))? {
+                        row.push(r.map(|r| String::from_utf8_lossy(&body.buffer()[r]).into_owned()));
+                    }
+                    rows.push(row);
+                }
+                Message::ErrorResponse(body) => {
+                    let e = ServerError::from_body(&body).map_err(|e| self.broken(e))?;
+                    if e.fatal {
+                        self.closed = true;
+                        return Err(DbError::Server(e));
+                    }
+                    error.get_or_insert(DbError::Server(e));
+                }
+                Message::ReadyForQuery(body) => {
+                    self.status = body.status();
+                    break;
+                }
+                Message::CopyInResponse(_) => {
+                    return Err(self.broken(io::Error::new(io::ErrorKind::InvalidData, "unexpected COPY IN")))
+                }
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Inside a transaction block, failed or not (the last ReadyForQuery said so).
+    pub fn in_transaction(&self) -> bool {
+        matches!(self.status, b'T' | b'E')
+    }
+}
+
+impl Drop for Conn {
+    /// Says goodbye, so the server does not log an unexpected EOF.
+    fn drop(&mut self) {
+        if !self.closed {
+            self.wbuf.clear();
+            frontend::terminate(&mut self.wbuf);
+            let _ = self.stream.write_all(&self.wbuf);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::wire::tests::{complete, data_row, error, msg, ready};
+    use std::thread;
+
+    /// Reads one frontend message (tag, body); the startup message has no tag (reported as 0).
+    fn read_msg(s: &mut UnixStream, startup: bool) -> (u8, Vec<u8>) {
+        let mut tag = [0u8];
+        if !startup {
+            s.read_exact(&mut tag).unwrap();
+        }
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).unwrap();
+        let mut body = vec![0; i32::from_be_bytes(len) as usize - 4];
+        s.read_exact(&mut body).unwrap();
+        (tag[0], body)
+    }
+
+    /// A fake server: md5 authentication, then scripted answers to each request.
+    fn serve(mut s: UnixStream, answers: Vec<(u8, Vec<u8>)>) {
+        let (_, startup) = read_msg(&mut s, true);
+        assert!(startup.windows(8).any(|w| w == b"user\0bob"));
+        let salt = [1, 2, 3, 4];
+        s.write_all(&msg(b'R', &[0, 0, 0, 5, 1, 2, 3, 4])).unwrap();
+        let (tag, body) = read_msg(&mut s, false);
+        assert_eq!(tag, b'p');
+        assert_eq!(&body[..body.len() - 1], md5_hash(b"bob", b"secret", salt).as_bytes());
+        let mut hello = msg(b'R', &[0, 0, 0, 0]);
+        hello.extend(msg(b'S', b"server_version\x0015.4\0"));
+        hello.extend(msg(b'K', &[0, 0, 0, 1, 0, 0, 0, 2]));
+        hello.extend(ready(b'I'));
+        s.write_all(&hello).unwrap();
+        for (last_tag, answer) in answers {
+            // Read up to the request's last message (Sync or Query).
+            while read_msg(&mut s, false).0 != last_tag {}
+            // Answer in two writes, split inside a message.
+            let half = answer.len() / 2;
+            s.write_all(&answer[..half]).unwrap();
+            s.write_all(&answer[half..]).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_session_against_a_fake_server() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut select = msg(b'2', &[]);
+        select.extend(data_row(&[b"a"]));
+        select.extend(data_row(&[b"b"]));
+        select.extend(complete("SELECT 2"));
+        select.extend(ready(b'I'));
+        let mut begin = complete("BEGIN");
+        begin.extend(ready(b'T'));
+        let mut failed = msg(b'2', &[]);
+        failed.extend(error("ERROR", "23505", "duplicate key"));
+        failed.extend(ready(b'E'));
+        let mut rollback = complete("ROLLBACK");
+        rollback.extend(ready(b'I'));
+        let fatal = error("FATAL", "57P01", "terminating connection");
+        let script = vec![
+            (b'S', [msg(b'1', &[]), ready(b'I')].concat()),
+            (b'S', select),
+            (b'Q', begin),
+            (b'S', failed),
+            (b'Q', rollback),
+            (b'S', fatal),
+        ];
+        let fake = thread::spawn(move || serve(server, script));
+        let mut c = Conn::start(Stream::Unix(client), "bob", "db", "secret").unwrap();
+        c.prepare(&[("s1", "SELECT c FROM t WHERE id=$1")]).unwrap();
+        struct I(i64);
+        impl Param for I {
+            fn write_text(&self, out: &mut BytesMut) {
+                wire::put_int(out, self.0);
+            }
+        }
+        assert_eq!(c.execute("s1", &[I(7)]).unwrap(), Outcome { rows: 2, affected: 2 });
+        assert!(!c.in_transaction());
+        c.simple("BEGIN").unwrap();
+        assert!(c.in_transaction());
+        match c.execute("s1", &[I(8)]) {
+            Err(DbError::Server(e)) => assert_eq!(e.code, "23505"),
+            other => panic!("{other:?}"),
+        }
+        assert!(c.in_transaction() && !c.is_closed());
+        c.simple("ROLLBACK").unwrap();
+        assert!(!c.in_transaction());
+        let e = c.execute("s1", &[I(9)]).unwrap_err();
+        assert_eq!(crate::db::error_kind(&e), "sqlstate-57P01");
+        assert!(c.is_closed());
+        fake.join().unwrap();
+        let e = c.simple("SELECT 1").unwrap_err();
+        assert_eq!(crate::db::error_kind(&e), "connection-closed");
+    }
+
+    #[test]
+    fn a_closed_socket_is_connection_closed() {
+        let (client, server) = UnixStream::pair().unwrap();
+        drop(server);
+        let Err(e) = Conn::start(Stream::Unix(client), "bob", "db", "secret") else { panic!("connected") };
+        assert_eq!(crate::db::error_kind(&e), "connection-closed", "{e:?}");
+    }
+}
