@@ -12,8 +12,10 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -185,6 +187,29 @@ def test_a_flag_the_compiler_rejects_fails_plainly_and_caches_nothing(tree: Sour
     assert not [b for b in build.list_builds(BUILDS) if b.variant == "bad_flag" or b.key == key]
     assert not [p for p in BUILDS.iterdir() if p.is_dir() and key[:12] in p.name]
     assert build.find(tree, bad, BUILDS) is None
+
+
+def test_a_killed_build_leaves_nothing_that_looks_cached(tree: SourceTree, tmp: Path) -> None:
+    root = tmp / "builds"
+    killed = Variant("killed", cflags=("-O1",))
+    key = build.cache_key(tree, killed, build.compiler_for(killed), None)
+    script = (
+        "import sys; from pathlib import Path; from dbsweep import build; from dbsweep.variants import Variant; "
+        "from dbsweep.sources import SourceTree; "
+        f"tree = SourceTree({tree.spec!r}, {tree.kind!r}, Path({str(tree.path)!r}), {tree.version!r}, "
+        f"{tree.identity!r}); build.build(tree, Variant('killed', cflags=('-O1',)), Path({str(root)!r}))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    config_log = root / f".tmp-{key}" / "build" / "config.log"
+    deadline = time.monotonic() + 120
+    while not config_log.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.kill()  # no chance to clean up: only the rename at the end may make a build visible
+    proc.wait()
+    assert config_log.is_file(), "configure never started"
+    assert build.list_builds(root) == []
+    assert build.find(tree, killed, root) is None
+    assert not [p for p in root.iterdir() if not p.name.startswith(".")]
 
 
 def test_builtin_variants_follow_the_method() -> None:
