@@ -240,14 +240,17 @@ def _print_builds(workspace: Path) -> None:
 
     found = build_mod.list_builds(workspace / "builds")
     table = Table(title=f"builds in {workspace / 'builds'}", title_justify="left")
-    for col in ("version", "variant", "compiler", "CFLAGS (pg_config)", "size", "build time", "made", "key"):
+    for col in ("version", "variant", "compiler", "variant flags", "size", "build time", "made", "key"):
         table.add_column(col, overflow="fold")
     for b in found:
+        # The variant's own flags: pg_config's CFLAGS repeat a long list of warnings for every build.
+        recipe = b.metadata.get("recipe", {})
+        flags = " ".join([*recipe.get("cflags", []), *(["(PGO)"] if recipe.get("pgo") else [])]) or "(default)"
         table.add_row(
             b.version,
             b.variant,
             b.compiler_version.split(" (")[0],
-            b.cflags,
+            flags,
             f"{b.install_bytes / 2**20:.0f} MiB",
             f"{b.build_seconds:.0f} s",
             b.created[:16],
