@@ -24,14 +24,17 @@ def render(data: ReportData, console: Console) -> None:
         title=f"{data.study.title}: QPS and QPS relative to the base ({data.base}), run {data.run_id}",
         title_justify="left",
     )
-    table.add_column("step")
-    table.add_column("clients", justify="right")
-    table.add_column(f"{data.base}\nQPS", justify="right", overflow="fold")
+    # With many targets the names no longer fit as headings: number them, as the seeds' tables do.
+    numbered = len(others) > 2
+    heading = {t: (f"col-{i}" if numbered else t) for i, t in enumerate([data.base, *others], 1)}
+    table.add_column("step", no_wrap=True)
+    table.add_column("clients", justify="right", min_width=7)
+    table.add_column(f"{heading[data.base]}\nQPS", justify="right", overflow="fold", min_width=7)
     for t in others:
         # Long target names wrap rather than being cut: they are what the reader compares.
-        table.add_column(f"{t}\nQPS", justify="right", overflow="fold")
-        table.add_column(f"{t}\nrQPS", justify="right", overflow="fold")
-    table.add_column("reps", justify="right")
+        table.add_column(f"{heading[t]}\nQPS", justify="right", no_wrap=True)
+        table.add_column(f"{heading[t]}\nrQPS", justify="right", no_wrap=True)
+    table.add_column("reps", justify="right", min_width=4)
     group = None
     for row in data.rows:
         if row.group != group:
@@ -52,6 +55,8 @@ def render(data: ReportData, console: Console) -> None:
         cells.append("/".join(str(n) for n in reps))
         table.add_row(*cells)
     console.print(table)
+    if numbered:
+        console.print("  ".join(f"{heading[t]} = {t}" for t in [data.base, *others]), highlight=False)
     console.print(
         "rQPS = median QPS of the target / median QPS of the base; "
         "[red]red[/red] <= 0.95, [green]green[/green] >= 1.05."
