@@ -174,7 +174,7 @@ def main() -> None:
         with procs.cleanup_on_exit():
             server.init()
             server.start()
-            conn = loadclient.Connection("127.0.0.1", server.port, postgres.DB_USER, postgres.DB_NAME, server.password)
+            conn = loadclient.connection_to(server)
             loadclient.run(["prepare", "--rows", str(ROWS)], conn, home / "prepare.log")
             for rnd in range(args.rounds):
                 for name, (wl, extra, sb_test, sb_extra) in WORKLOADS.items():

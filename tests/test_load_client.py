@@ -11,6 +11,7 @@ from hdrh.histogram import HdrHistogram
 from dbsweep import loadclient
 from dbsweep.engines import postgres
 from dbsweep.errors import StepError
+from dbsweep.loadclient import connection_to as connect_to
 
 
 @pytest.fixture
@@ -31,12 +32,8 @@ def server(tmp: Path) -> Iterator[postgres.Server]:
         s.remove()
 
 
-def _conn(s: postgres.Server) -> loadclient.Connection:
-    return loadclient.Connection("127.0.0.1", s.port, postgres.DB_USER, postgres.DB_NAME, s.password)
-
-
 def test_prepare_loads_sysbench_tables(server: postgres.Server, tmp: Path) -> None:
-    out = loadclient.run(["prepare", "--tables", "2", "--rows", "3000"], _conn(server), tmp / "p.log")
+    out = loadclient.run(["prepare", "--tables", "2", "--rows", "3000"], connect_to(server), tmp / "p.log")
     assert out.summary["rows"] == 6000 and out.summary["rows_per_sec"] > 0
     with server.connect() as c:
         for t in (1, 2):
@@ -53,9 +50,9 @@ def test_prepare_loads_sysbench_tables(server: postgres.Server, tmp: Path) -> No
 
 
 def test_point_query_counts_and_histogram(server: postgres.Server, tmp: Path) -> None:
-    loadclient.run(["prepare", "--rows", "5000"], _conn(server), tmp / "p.log")
+    loadclient.run(["prepare", "--rows", "5000"], connect_to(server), tmp / "p.log")
     cmd = ["run", "point-query", "--rows", "5000", "--clients", "2", "--seconds", "2", "--warmup", "1"]
-    out = loadclient.run(cmd, _conn(server), tmp / "r.log")
+    out = loadclient.run(cmd, connect_to(server), tmp / "r.log")
     s = out.summary
     assert s["events"] > 100 and s["queries"] == s["events"] and s["rows_returned"] == s["events"]
     assert s["error_count"] == 0 and s["errors"] == {}
@@ -72,19 +69,21 @@ def test_point_query_counts_and_histogram(server: postgres.Server, tmp: Path) ->
 
 
 def test_missing_tables_fail_before_running(server: postgres.Server, tmp: Path) -> None:
-    loadclient.run(["prepare", "--rows", "100"], _conn(server), tmp / "p.log")
+    loadclient.run(["prepare", "--rows", "100"], connect_to(server), tmp / "p.log")
     with pytest.raises(StepError, match=r"needs tables sbtest1..sbtest3 but only 1 of them exist"):
         loadclient.run(
-            ["run", "point-query", "--tables", "3", "--rows", "100", "--seconds", "1"], _conn(server), tmp / "r.log"
+            ["run", "point-query", "--tables", "3", "--rows", "100", "--seconds", "1"],
+            connect_to(server),
+            tmp / "r.log",
         )
     with pytest.raises(StepError, match="tables, rows, clients and seconds must all be positive"):
-        loadclient.run(["run", "point-query", "--rows", "0", "--seconds", "1"], _conn(server), tmp / "r.log")
+        loadclient.run(["run", "point-query", "--rows", "0", "--seconds", "1"], connect_to(server), tmp / "r.log")
     with pytest.raises(StepError, match="unknown workload 'nope'; have: point-query"):
-        loadclient.run(["run", "nope"], _conn(server), tmp / "r.log")
+        loadclient.run(["run", "nope"], connect_to(server), tmp / "r.log")
 
 
 def test_wrong_password_is_a_clear_error(server: postgres.Server, tmp: Path) -> None:
-    bad = _conn(server)
+    bad = connect_to(server)
     bad.password = "wrong"
     with pytest.raises(StepError, match="password authentication failed"):
         loadclient.run(["prepare", "--rows", "10"], bad, tmp / "p.log")

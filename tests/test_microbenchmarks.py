@@ -13,6 +13,7 @@ import pytest
 
 from dbsweep import loadclient, paths
 from dbsweep.engines import postgres
+from dbsweep.loadclient import connection_to as connect_to
 from dbsweep.suites import SETS, STEPS
 
 ROWS = 2000
@@ -104,10 +105,6 @@ def server(_test_root: Path) -> Iterator[postgres.Server]:
         s.remove()
 
 
-def _conn(s: postgres.Server) -> loadclient.Connection:
-    return loadclient.Connection("127.0.0.1", s.port, postgres.DB_USER, postgres.DB_NAME, s.password)
-
-
 def _list(rng: int) -> dict[str, dict[str, object]]:
     out = subprocess.run(
         [paths.load_binary(), "list", "--json", "--range", str(rng)], capture_output=True, text=True, check=True
@@ -118,7 +115,7 @@ def _list(rng: int) -> dict[str, dict[str, object]]:
 @pytest.mark.parametrize(("workload", "rng"), _pairs(), ids=[f"{w}_range={r}" for w, r in _pairs()])
 def test_statements_per_event(server: postgres.Server, tmp: Path, workload: str, rng: int) -> None:
     # A fresh load each time: writes and deletes of one workload must not change what the next one sees.
-    loadclient.run(["prepare", "--tables", str(TABLES), "--rows", str(ROWS)], _conn(server), tmp / "p.log")
+    loadclient.run(["prepare", "--tables", str(TABLES), "--rows", str(ROWS)], connect_to(server), tmp / "p.log")
     with server.connect() as c:
         c.execute("SELECT pg_stat_statements_reset()")
     eff_range = min(rng, ROWS // 4)  # hot-points needs its window inside the table
@@ -139,7 +136,7 @@ def test_statements_per_event(server: postgres.Server, tmp: Path, workload: str,
             "--clients",
             "2",
         ],
-        _conn(server),
+        connect_to(server),
         tmp / "r.log",
     )
     s = out.summary

@@ -500,7 +500,7 @@ class _Builder:
         try:
             server.init()
             server.start()
-            conn = loadclient.Connection("127.0.0.1", server.port, postgres.DB_USER, postgres.DB_NAME, server.password)
+            conn = loadclient.connection_to(server)
             sizes = ["--tables", str(t.tables), "--rows", str(t.rows)]
             loadclient.run(["prepare", *sizes], conn, logs / "prepare.log")
             for i, step in enumerate(t.steps, 1):

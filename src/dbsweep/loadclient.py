@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dbsweep import paths, procs
+from dbsweep.engines import postgres
 from dbsweep.errors import StepError
 
 
@@ -24,6 +25,12 @@ class Connection:
 
     def args(self) -> list[str]:
         return ["--host", self.host, "--port", str(self.port), "--user", self.user, "--dbname", self.dbname]
+
+
+def connection_to(server: postgres.Server, via_socket: bool = False) -> Connection:
+    """How the load client reaches a running server: loopback TCP, or its private Unix socket."""
+    host = str(server.socket_dir) if via_socket else "127.0.0.1"
+    return Connection(host, server.port, postgres.DB_USER, postgres.DB_NAME, server.password)
 
 
 @dataclass

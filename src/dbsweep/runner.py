@@ -279,13 +279,7 @@ class Runner:
             prov = self._provenance(server, install, target, reloaded)
             prov["config"]["skipped_settings"] = skipped
             build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
-            conn = loadclient.Connection(
-                host=str(server.socket_dir) if self.study.suite.connect == "socket" else "127.0.0.1",
-                port=server.port,
-                user=postgres.DB_USER,
-                dbname=postgres.DB_NAME,
-                password=server.password,
-            )
+            conn = loadclient.connection_to(server, via_socket=self.study.suite.connect == "socket")
             if reloaded:
                 progress.console.print(f"[dim]{target.label} r{rep}: reloading the tables to resume[/dim]")
                 self._step(server, conn, load_key, lambda m: None)
