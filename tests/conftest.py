@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from dbsweep.engines import postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 DBSWEEP = [sys.executable, "-m", "dbsweep"]
@@ -64,6 +67,24 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
     path = directory / f"{name}.toml"
     path.write_text(STUDY.format(**params))
     return path
+
+
+@contextlib.contextmanager
+def system_server(home: Path, config_text: str) -> Iterator[postgres.Server]:
+    """Debian's Postgres, initialised in `home` with `config_text`, running for the block."""
+    s = postgres.Server(
+        install=postgres.system_install("system"),
+        home=home,
+        config_name="test",
+        config_text=config_text,
+        user=postgres.server_user(),
+    )
+    s.init()
+    s.start()
+    try:
+        yield s
+    finally:
+        s.remove()
 
 
 def processes_under(path: Path) -> list[psutil.Process]:

@@ -13,23 +13,13 @@ from dbsweep.engines import postgres
 from dbsweep.errors import StepError
 from dbsweep.loadclient import connection_to as connect_to
 
+from .conftest import system_server
+
 
 @pytest.fixture
 def server(tmp: Path) -> Iterator[postgres.Server]:
-    install = postgres.system_install("system")
-    s = postgres.Server(
-        install=install,
-        home=tmp / "srv",
-        config_name="t",
-        config_text="shared_buffers=128MB\n",
-        user=postgres.server_user(),
-    )
-    s.init()
-    s.start()
-    try:
+    with system_server(tmp / "srv", "shared_buffers=128MB\n") as s:
         yield s
-    finally:
-        s.remove()
 
 
 def test_prepare_loads_sysbench_tables(server: postgres.Server, tmp: Path) -> None:

@@ -16,6 +16,8 @@ from dbsweep.engines import postgres
 from dbsweep.loadclient import connection_to as connect_to
 from dbsweep.suites import SETS, STEPS
 
+from .conftest import system_server
+
 ROWS = 2000
 TABLES = 2
 
@@ -88,21 +90,11 @@ def test_every_step_name_is_covered() -> None:
 
 @pytest.fixture(scope="module")
 def server(_test_root: Path) -> Iterator[postgres.Server]:
-    s = postgres.Server(
-        install=postgres.system_install("system"),
-        home=_test_root / "microbenchmarks",
-        config_name="pgss",
-        config_text="shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.max = 1000\n",
-        user=postgres.server_user(),
-    )
-    s.init()
-    s.start()
-    with s.connect() as c:
-        c.execute("CREATE EXTENSION pg_stat_statements")
-    try:
+    pgss = "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.max = 1000\n"
+    with system_server(_test_root / "microbenchmarks", pgss) as s:
+        with s.connect() as c:
+            c.execute("CREATE EXTENSION pg_stat_statements")
         yield s
-    finally:
-        s.remove()
 
 
 def _list(rng: int) -> dict[str, dict[str, object]]:
