@@ -70,6 +70,14 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
     return out, ru.ru_utime + ru.ru_stime, peak / 2**20
 
 
+TRANSPORT = "tcp"
+
+
+def _host(server: postgres.Server) -> str:
+    """Every tool reaches the server the same way: loopback TCP, or the server's Unix socket."""
+    return str(server.socket_dir) if TRANSPORT == "unix" else "127.0.0.1"
+
+
 def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clients: int, secs: int) -> Sample:
     env = {**os.environ, "DBSWEEP_PGPASSWORD": server.password}
     cmd = [
@@ -84,6 +92,8 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
         str(secs),
         "--warmup",
         "0",
+        "--host",
+        _host(server),
         "--port",
         str(server.port),
         *extra,
@@ -100,7 +110,7 @@ def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int,
         "sysbench",
         test,
         "--db-driver=pgsql",
-        "--pgsql-host=127.0.0.1",
+        f"--pgsql-host={_host(server)}",
         f"--pgsql-port={server.port}",
         f"--pgsql-user={postgres.DB_USER}",
         f"--pgsql-password={server.password}",
@@ -125,7 +135,7 @@ def pgbench(server: postgres.Server, clients: int, secs: int, script: Path) -> S
     cmd = [
         "pgbench",
         "-h",
-        "127.0.0.1",
+        _host(server),
         "-p",
         str(server.port),
         "-U",
@@ -154,7 +164,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp", help="how all clients connect")
     args = ap.parse_args()
+    global TRANSPORT
+    TRANSPORT = args.transport
     for tool in ("sysbench", "pgbench"):
         if shutil.which(tool) is None:
             raise SystemExit(
@@ -199,7 +212,7 @@ def main() -> None:
     finally:
         server.remove()
         shutil.rmtree(home, ignore_errors=True)
-    print(f"\nmedians over {args.rounds} rounds of {args.seconds} s:")
+    print(f"\nmedians over {args.rounds} rounds of {args.seconds} s, transport {args.transport}:")
     print(
         f"{'workload':22} {'clients':>7} {'tool':12} {'QPS':>9} {'CPU us/q':>9} {'RSS MB':>7} {'QPS vs sb':>9} "
         f"{'CPU vs sb':>9}"

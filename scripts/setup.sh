@@ -19,6 +19,8 @@ packages=(
   bison flex libreadline-dev zlib1g-dev libicu-dev liblz4-dev    # building Postgres from source
   libzstd-dev liburing-dev libssl-dev ccache clang
   procps psmisc                                                 # process inspection in tests
+  sysbench                                                      # the reference the load client is checked against
+  valgrind                                                      # instruction counts per operation
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -30,7 +30,7 @@ repeats = {repeats}
 workspace = "{workspace}"
 
 [suite]
-steps = ["point-query"]
+steps = {steps}
 tables = {tables}
 rows = {rows}
 clients = {clients}
@@ -62,6 +62,7 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
         "seconds": 2,
         "warmup": 1,
         "config_b": "cx10a_sb1g_c2r24",
+        "steps": '["point-query"]',
     }
     params.update(kw)
     path = directory / f"{name}.toml"

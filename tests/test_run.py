@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -180,6 +181,25 @@ def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:
     assert "2 cells done, 2 failed" in out
     st = subprocess.run([*DBSWEEP, "status", str(study)], cwd=ROOT, capture_output=True, text=True, env=env)
     assert "done 2, failed 2, pending 0" in st.stdout
+
+
+def test_step_with_many_errors_fails_with_its_first_errors(tmp: Path) -> None:
+    # Target b may spill only 256 kB of a sort to disk, so every ORDER BY and DISTINCT over 10,000 rows fails
+    # on the server (53400); the load (its index build uses maintenance_work_mem) and the VACUUM do not.
+    configs = tmp / "configs" / "postgres"
+    configs.mkdir(parents=True)
+    (configs / "cx10a_c2r24.conf").write_text((ROOT / "configs/postgres/cx10a_c2r24.conf").read_text())
+    (configs / "nospill.conf").write_text("work_mem = 64kB\ntemp_file_limit = 256kB\n")
+    study = write_study(tmp, config_b="nospill", steps='["read-only_range=10000"]')
+    env = {**os.environ, "DBSWEEP_CONFIGS": str(tmp / "configs"), "COLUMNS": "200"}
+    r = subprocess.run([*DBSWEEP, "run", str(study)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "3 cells done, 1 failed" in out
+    assert re.search(r"\d+ of \d+ events failed \(\d+%, more than 1%\); first errors: 53400: ", out), out
+    assert "temporary file size exceeds temp_file_limit" in out
+    st = subprocess.run([*DBSWEEP, "status", str(study)], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert "done 3, failed 1, pending 0" in st.stdout
 
 
 def test_private_workspace_is_a_clear_error(tmp: Path) -> None:

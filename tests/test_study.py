@@ -27,6 +27,22 @@ config = "cx10a_sb1g_c2r24"
 """
 
 
+IBENCH = (
+    GOOD.split("[suite]")[0]
+    + """\
+[[targets]]
+name = "a"
+config = "cx10a_c2r24"
+[[targets]]
+name = "b"
+config = "cx10a_sb1g_c2r24"
+[suite]
+name = "ibench"
+profile = "quick"
+"""
+)
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     p = tmp_path / "x.toml"
     p.write_text(text)
@@ -58,7 +74,11 @@ BAD = [
         "targets[1]: duplicate target name 'a' (also targets[0])",
     ),
     ("TOML syntax", GOOD.replace("rows = 1000", "rows = = 1000"), "not valid TOML: Invalid value (at line 5"),
-    ("unknown step", GOOD.replace('"point-query"', '"point-qurey"'), "suite.steps[0]: unknown step 'point-qurey'"),
+    (
+        "unknown step",
+        GOOD.replace('"point-query"', '"point-qurey"'),
+        "suite.steps[0]: unknown sysbench step 'point-qurey'",
+    ),
     ("unknown engine", GOOD.replace('"postgres"', '"oracle"'), "engine: 'oracle' is not allowed; expected 'postgres'"),
     (
         "bad variant",
@@ -87,6 +107,17 @@ BAD = [
         "variants[0].compiler: 'icc' is not allowed; expected 'gcc' or 'clang'",
     ),
     ("table expected", GOOD.replace("[suite]", "suite = 3\n[x]"), "suite: expected a table"),
+    (
+        "ibench without sizes",
+        IBENCH.replace('profile = "quick"\n', ""),
+        "suite.profile: set a profile (quick, small-server) or all of: load_rows, write_rows, rw_seconds",
+    ),
+    ("ibench unknown profile", IBENCH.replace('"quick"', '"huge"'), "suite.profile: 'huge' is not allowed"),
+    ("ibench sysbench field", IBENCH + "rows = 5\n", "suite.rows: is not a setting of the ibench suite"),
+    ("sysbench ibench field", GOOD.replace("rows = 1000", "rw_seconds = 5"), "suite.rw_seconds: is not a setting"),
+    ("ibench two client counts", IBENCH + "clients = [1, 2]\n", "suite.clients: the ibench suite runs at one"),
+    ("ibench step", IBENCH + 'steps = ["l.i0", "qr300"]\n', "suite.steps[1]: unknown ibench step 'qr300'"),
+    ("ibench first step", IBENCH + 'steps = ["l.x"]\n', "suite.steps[0]: an ibench suite starts with l.i0"),
 ]
 
 
@@ -98,6 +129,19 @@ def test_bad_study_is_reported(tmp_path: Path, what: str, text: str, message: st
     assert any(message in p for p in e.value.problems), e.value.problems
     # Every problem names the file first.
     assert all(p.startswith(f"{path}: ") for p in e.value.problems), e.value.problems
+
+
+def test_ibench_profile_and_overrides(tmp_path: Path) -> None:
+    from dbsweep import ibench
+
+    s = load_study(_write(tmp_path, IBENCH + "rw_seconds = 7\nclients = [2]\n"))
+    assert s.steps() == ["l.i0", "l.x", "l.i1", "l.i2", "qr100", "qp100", "qr500", "qp500", "qr1000", "qp1000"]
+    z = ibench.sizes(s.suite)
+    assert (z.clients, z.load_rows, z.write_rows, z.rw_seconds) == (2, 1_000_000, 200_000, 7)
+    assert ibench.step_rows("l.i1", z) + ibench.step_rows("l.i2", z) == 200_000
+    assert ibench.step_rows("qp500", z) == 7 * 500
+    assert ibench.command(s.suite, "qr1000")[:2] == ["ibench", "qr1000"]
+    assert ibench.tables(s.suite) == ["pi1", "pi2"]
 
 
 def test_source_forms_and_custom_variants(tmp_path: Path) -> None:

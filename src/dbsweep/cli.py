@@ -69,10 +69,19 @@ def validate(study: StudyArg) -> None:
 
     s = load_study(study)
     cells = plan(s)
+    if s.suite.name == "ibench":
+        from dbsweep import ibench
+
+        z = ibench.sizes(s.suite)
+        what = (
+            f"Insert Benchmark, {len(s.steps())} steps, {z.clients} client(s), {z.load_rows:,} rows per client "
+            f"loaded, {z.write_rows:,} through the queue, {z.rw_seconds} s per read-write step"
+        )
+    else:
+        what = f"{len(s.steps())} steps + load, clients {s.suite.clients}"
     console.print(
         f"[green]ok[/green] {study}: engine {s.engine}, {len(s.targets)} targets "
-        f"(base {s.base}), {len(s.steps())} steps + load, clients {s.suite.clients}, "
-        f"{s.repeats} repetition(s): {len(cells)} cells"
+        f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells"
     )
 
 

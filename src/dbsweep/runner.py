@@ -8,6 +8,7 @@ every target alike.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 from collections.abc import Callable
@@ -15,17 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from dbsweep import __version__, configs, loadclient
+from dbsweep import __version__, configs, ibench, loadclient
 from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
 from dbsweep.installs import get_install
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
-from dbsweep.suites import LOAD_STEP, SCAN_WARM_SECONDS, STEPS
+from dbsweep.suites import IBENCH_SETUP, LOAD_STEP, SCAN_WARM_SECONDS, STEPS
 
 # A step whose failed events exceed this share of all events is marked failed.
 MAX_ERROR_RATE = 0.01
@@ -37,7 +39,8 @@ def plan(study: Study) -> list[CellKey]:
     for rep in range(1, study.repeats + 1):
         order = study.targets if rep % 2 == 1 else list(reversed(study.targets))
         for t in order:
-            cells.append(CellKey(t.label, LOAD_STEP, 1, rep))
+            if study.suite.name == "sysbench":
+                cells.append(CellKey(t.label, LOAD_STEP, 1, rep))
             for step in study.steps():
                 for clients in clients_of(study, step):
                     cells.append(CellKey(t.label, step, clients, rep))
@@ -46,6 +49,8 @@ def plan(study: Study) -> list[CellKey]:
 
 def clients_of(study: Study, step: str) -> list[int]:
     """The client counts a step runs at: the study's, or one client per table for a warm-up."""
+    if study.suite.name == "ibench":
+        return [ibench.clients(study.suite)]
     return [study.suite.tables] if STEPS[step].clients_are_tables else list(study.suite.clients)
 
 
@@ -57,9 +62,15 @@ def maintenance_points(study: Study) -> set[str]:
     """
     steps = study.steps()
     points = {b for a, b in itertools.pairwise(steps) if STEPS[a].maintenance_after}
-    if steps and not STEPS[steps[0]].maintenance_after:
+    if study.suite.name == "sysbench" and steps and not STEPS[steps[0]].maintenance_after:
         points.add(steps[0])  # straight after the load
     return points
+
+
+def setup_steps(study: Study) -> tuple[str, ...]:
+    """The steps that build the tables' state, replayed (not recorded) when a resume needs a fresh
+    data directory: the load for sysbench; l.i0 to l.i2 for the Insert Benchmark."""
+    return IBENCH_SETUP if study.suite.name == "ibench" else (LOAD_STEP,)
 
 
 def step_seconds(study: Study, step: str) -> int:
@@ -106,6 +117,21 @@ def open_run(study: Study, store: Store, fresh: bool) -> int:
                 "run with --fresh to start a new run."
             ) from None
     return run_id
+
+
+def _say(progress: Progress, who: str, message: str) -> None:
+    progress.console.print(f"[dim]{who}: {message}[/dim]")
+
+
+def _state_file(server: postgres.Server) -> Path:
+    """The setup steps whose work the data directory holds, one per line, in order."""
+    return server.home / "state"
+
+
+def _mark_state(server: postgres.Server, step: str) -> None:
+    with _state_file(server).open("a") as f:
+        f.write(step + "\n")
+        f.flush()
 
 
 @dataclass
@@ -260,15 +286,13 @@ class Runner:
             config_text=ready.config_text,
             user=self.user,
         )
-        load_key = CellKey(target.label, LOAD_STEP, 1, rep)
-        load_todo = load_key in keys
-        reloaded = False
+        replay = self._replay_needed(server, target, rep, keys)
+        reloaded = bool(replay)
         try:
-            if load_todo or not (server.initialized() and (server.home / "loaded").is_file()):
-                # A fresh data directory whenever the load runs: resuming never builds on half a load.
-                reloaded = not load_todo
+            if replay is not None:
                 progress.console.print(f"[dim]{target.label} r{rep}: initdb and start[/dim]")
                 server.init()
+                _state_file(server).write_text("")
             server.start()
         except ServerError as e:
             server.stop()
@@ -276,27 +300,30 @@ class Runner:
             progress.console.print(f"[red]{target.label}: {e}[/red]")
             return
         try:
-            prov = self._provenance(server, install, target, reloaded)
-            prov["config"]["skipped_settings"] = skipped
-            build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
-            conn = loadclient.connection_to(server, via_socket=self.study.suite.connect == "socket")
-            if reloaded:
-                progress.console.print(f"[dim]{target.label} r{rep}: reloading the tables to resume[/dim]")
-                self._step(server, conn, load_key, lambda m: None)
+            try:
+                prov = self._provenance(server, install, target, reloaded)
+                prov["config"]["skipped_settings"] = skipped
+                build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
+                conn = loadclient.connection_to(server, via_socket=self.study.suite.connect == "socket")
+                for key in replay or []:
+                    progress.console.print(f"[dim]{target.label} r{rep}: {key.step} again, to rebuild the tables[/dim]")
+                    self._step(server, conn, key, lambda m: None)
+                    _mark_state(server, key.step)
+            except (psycopg.Error, StepError) as e:
+                error = f"the server could not be readied for its steps: {e}"
+                self._fail_all(keys, target_id, error, out, progress, overall)
+                progress.console.print(f"[red]{target.label} r{rep}: {error}[/red]")
+                return
             maintain_before = maintenance_points(self.study)
             for key in keys:
                 before: dict[str, float] | None = None
-                if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
-                    before = server.postwrite(
-                        self.study.suite.tables,
-                        self._maintenance_budget(),
-                        lambda m: progress.console.print(f"[dim]{target.label} r{rep}: {m}[/dim]"),
-                    )
                 task = progress.add_task(
                     f"{target.label} r{rep} {key.step} c{key.clients}", total=self._expected_seconds(key), unit="s"
                 )
                 started = now()
                 try:
+                    if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
+                        before = self._maintain(server, functools.partial(_say, progress, str(key)))
                     # The load advances by rows, a timed step by seconds.
                     summary, lines = self._step(
                         server,
@@ -309,8 +336,8 @@ class Runner:
                     result = CellResult(
                         key, "done", started, now(), summary=summary, seconds_lines=lines, build=build, provenance=prov
                     )
-                    if key.step == LOAD_STEP:
-                        (server.home / "loaded").write_text(started + "\n")
+                    if key.step in setup_steps(self.study):
+                        _mark_state(server, key.step)
                 except StepError as e:
                     result = CellResult(key, "failed", started, now(), error=str(e), build=build, provenance=prov)
                     if server.proc is not None and server.proc.poll() is not None:
@@ -322,9 +349,10 @@ class Runner:
                 progress.advance(overall)
                 if result.status == "failed":
                     progress.console.print(f"[red]{key}: {result.error}[/red]")
-                    if server.proc is None or server.proc.poll() is not None or key.step == LOAD_STEP:
+                    is_setup = key.step in setup_steps(self.study)
+                    if server.proc is None or server.proc.poll() is not None or is_setup:
                         rest = keys[keys.index(key) + 1 :]
-                        why = "the load step failed" if key.step == LOAD_STEP else "the server died"
+                        why = f"{key.step} failed" if is_setup else "the server died"
                         self._fail_all(rest, target_id, f"not run: {why} ({key})", out, progress, overall)
                         break
         finally:
@@ -337,13 +365,44 @@ class Runner:
         if all_done and not self.keep_data:
             shutil.rmtree(server.home, ignore_errors=True)
 
+    def _replay_needed(
+        self, server: postgres.Server, target: Target, rep: int, keys: list[CellKey]
+    ) -> list[CellKey] | None:
+        """None when the data directory already holds the state the first cell to run expects; else
+        the finished setup cells to run again (unrecorded) on a fresh one. A setup step that is itself
+        to run always starts from a fresh data directory: a resume never builds on half a load."""
+        group = [k for k in plan(self.study) if k.target == target.label and k.repetition == rep]
+        first = group.index(keys[0])
+        setup = setup_steps(self.study)
+        before = [k for k in group[:first] if k.step in setup]
+        state = _state_file(server)
+        have = state.read_text().split() if server.initialized() and state.is_file() else None
+        if keys[0].step not in setup and have == [k.step for k in before]:
+            return None
+        return before
+
+    def _maintain(self, server: postgres.Server, say: Callable[[str], None]) -> dict[str, float]:
+        """The postwrite maintenance before a step; its failure fails that step, not the run."""
+        try:
+            return server.postwrite(self._tables(), self._maintenance_budget(), say)
+        except psycopg.Error as e:
+            raise StepError(f"the maintenance before this step failed: {e}") from e
+
     def _maintenance_budget(self) -> float:
         s = self.study.suite
+        if s.name == "ibench":
+            return ibench.maintenance_budget(s)
         if s.maintenance_seconds is not None:
             return float(s.maintenance_seconds)
         return min(1200.0, 60 + s.rows * s.tables / 1e6)
 
-    def _expected_seconds(self, key: CellKey) -> float:
+    def _tables(self) -> list[str]:
+        s = self.study.suite
+        return ibench.tables(s) if s.name == "ibench" else [f"sbtest{i}" for i in range(1, s.tables + 1)]
+
+    def _expected_seconds(self, key: CellKey) -> float | None:
+        if self.study.suite.name == "ibench":
+            return ibench.expected_seconds(self.study.suite, key.step)
         if key.step == LOAD_STEP:
             return float(self.study.suite.tables * self.study.suite.rows)
         return float(step_seconds(self.study, key.step) + self.study.suite.warmup_seconds)
@@ -353,7 +412,9 @@ class Runner:
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         s = self.study.suite
         sizes = ["--tables", str(s.tables), "--rows", str(s.rows), "--seed", str(s.seed)]
-        if key.step == LOAD_STEP:
+        if s.name == "ibench":
+            cmd = ibench.command(s, key.step)
+        elif key.step == LOAD_STEP:
             cmd = ["prepare", *sizes] + ([] if s.primary_key else ["--no-pk"])
         else:
             spec = STEPS[key.step]
@@ -374,12 +435,14 @@ class Runner:
             ] + ([] if s.prepared else ["--no-prepared"])
         log = server.home / "client" / f"{key.step}.c{key.clients}.log"
         output = loadclient.run(cmd, conn, log, on_second=tick)
-        summary = _normalise(output.summary)
+        summary = ibench.normalise(output.summary) if s.name == "ibench" else _normalise(output.summary)
         summary["command"] = ["dbsweep-load", *cmd]
-        if summary.get("events") and summary.get("error_count", 0) / max(summary["events"], 1) > MAX_ERROR_RATE:
+        errors = int(summary.get("error_count", 0))
+        attempts = int(summary.get("events") or 0) + errors
+        if errors and errors / attempts > MAX_ERROR_RATE:
             raise StepError(
-                f"{summary['error_count']} errors in {summary['events']} events; first: "
-                + "; ".join(summary.get("error_samples", [])[:3])
+                f"{errors} of {attempts} events failed ({errors / attempts:.0%}, more than {MAX_ERROR_RATE:.0%}); "
+                "first errors: " + "; ".join(summary.get("error_samples", [])[:3])
             )
         return summary, output.seconds
 

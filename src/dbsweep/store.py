@@ -112,6 +112,44 @@ CREATE TABLE IF NOT EXISTS histograms (
     data TEXT NOT NULL,
     PRIMARY KEY (cell_id, kind)
 );
+-- The Insert Benchmark's per-second rates and worst response times (methodology 2.9).
+CREATE TABLE IF NOT EXISTS ibench_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    t INTEGER NOT NULL,
+    ips REAL NOT NULL,
+    dps REAL NOT NULL,
+    qps REAL NOT NULL,
+    max_insert_us INTEGER,
+    max_delete_us INTEGER,
+    max_query_us INTEGER,
+    PRIMARY KEY (cell_id, t)
+);
+-- What the samplers saw over the measured part of a step (host, device, server, client), as JSON.
+CREATE TABLE IF NOT EXISTS measures (
+    cell_id INTEGER PRIMARY KEY REFERENCES cells(id),
+    data TEXT NOT NULL
+);
+-- Hardware cost per operation (cpu/o, cs/o, r/o, rKB/o, wKB/o, ...): one row per metric.
+CREATE TABLE IF NOT EXISTS per_op (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    metric TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (cell_id, metric)
+);
+-- One sampler record per second of the step, as JSON.
+CREATE TABLE IF NOT EXISTS host_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    t REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (cell_id, t)
+);
+-- The server's statistics views after the step (pg_stat_database, pg_stat_io, ...).
+CREATE TABLE IF NOT EXISTS server_stats (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    view TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (cell_id, view)
+);
 """
 
 
@@ -143,6 +181,11 @@ class CellResult:
     seconds_lines: list[dict[str, Any]] | None = None
     build: dict[str, Any] | None = None
     provenance: dict[str, Any] | None = None
+    measures: dict[str, Any] | None = None
+    per_op: dict[str, float | None] | None = None
+    host_samples: list[dict[str, Any]] | None = None
+    server_stats: dict[str, Any] | None = None
+    histograms: dict[str, str] | None = None  # kind -> HDR V2 deflate base64 (Insert Benchmark: per operation)
 
 
 class Store:
@@ -301,7 +344,7 @@ class Store:
                         lat.get("max"),
                         lat.get("mean"),
                         s.get("client_cpu_user_s", 0.0) + s.get("client_cpu_sys_s", 0.0),
-                        json.dumps({k: v for k, v in s.items() if k != "histogram"}),
+                        json.dumps({k: v for k, v in s.items() if k not in ("histogram", "histograms")}),
                     ),
                 )
                 if s.get("histogram"):
@@ -310,12 +353,70 @@ class Store:
                         "'hdr-v2-deflate-base64', ?)",
                         (cell_id, s["histogram"]),
                     )
-                for line in r.seconds_lines or []:
+                for kind, data in (r.histograms or {}).items():
                     db.execute(
-                        "INSERT INTO samples (cell_id, t, phase, ops, errors, max_us) VALUES (?,?,?,?,?,?)",
-                        (cell_id, line["t"], line["phase"], line["ops"], line["errors"], line["max_us"]),
+                        "INSERT INTO histograms (cell_id, kind, unit, encoding, data) VALUES (?, ?, 'us', "
+                        "'hdr-v2-deflate-base64', ?)",
+                        (cell_id, kind, data),
+                    )
+                for line in r.seconds_lines or []:
+                    if "ips" in line:
+                        db.execute(
+                            "INSERT INTO ibench_samples (cell_id, t, ips, dps, qps, max_insert_us, max_delete_us, "
+                            "max_query_us) VALUES (?,?,?,?,?,?,?,?)",
+                            (
+                                cell_id,
+                                line["t"],
+                                line["ips"],
+                                line["dps"],
+                                line["qps"],
+                                line.get("max_insert_us"),
+                                line.get("max_delete_us"),
+                                line.get("max_query_us"),
+                            ),
+                        )
+                    else:
+                        db.execute(
+                            "INSERT INTO samples (cell_id, t, phase, ops, errors, max_us) VALUES (?,?,?,?,?,?)",
+                            (cell_id, line["t"], line["phase"], line["ops"], line["errors"], line["max_us"]),
+                        )
+                if r.measures is not None:
+                    db.execute("INSERT INTO measures (cell_id, data) VALUES (?, ?)", (cell_id, json.dumps(r.measures)))
+                for metric, value in (r.per_op or {}).items():
+                    db.execute("INSERT INTO per_op (cell_id, metric, value) VALUES (?,?,?)", (cell_id, metric, value))
+                for sample in r.host_samples or []:
+                    db.execute(
+                        "INSERT OR REPLACE INTO host_samples (cell_id, t, data) VALUES (?,?,?)",
+                        (cell_id, sample["t"], json.dumps(sample)),
+                    )
+                for view, data in (r.server_stats or {}).items():
+                    db.execute(
+                        "INSERT INTO server_stats (cell_id, view, data) VALUES (?,?,?)",
+                        (cell_id, view, json.dumps(data, default=str)),
                     )
         return cell_id
+
+    def per_op(self, run_id: int) -> dict[int, dict[str, float | None]]:
+        """cell id -> metric -> value, for the done cells of a run."""
+        out: dict[int, dict[str, float | None]] = {}
+        for cell_id, metric, value in self.db.execute(
+            "SELECT p.cell_id, p.metric, p.value FROM per_op p JOIN cells c ON c.id = p.cell_id "
+            "WHERE c.run_id = ? AND c.status = 'done'",
+            (run_id,),
+        ):
+            out.setdefault(cell_id, {})[metric] = value
+        return out
+
+    def summaries(self, run_id: int) -> dict[int, dict[str, Any]]:
+        """cell id -> the step's full summary, for the done cells of a run."""
+        return {
+            cell_id: json.loads(summary)
+            for cell_id, summary in self.db.execute(
+                "SELECT r.cell_id, r.summary FROM step_results r JOIN cells c ON c.id = r.cell_id "
+                "WHERE c.run_id = ? AND c.status = 'done'",
+                (run_id,),
+            )
+        }
 
     def results(self, run_id: int) -> list[dict[str, Any]]:
         """Every done cell of a run with its headline numbers."""

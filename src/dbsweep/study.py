@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dbsweep import configs, paths
 from dbsweep import variants as recipes
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.suites import STEP_NAMES, SUITE_NAMES, canonical
+from dbsweep.suites import IBENCH_SETS, IBENCH_STEP_NAMES, STEP_NAMES, SUITE_NAMES, canonical
 
 ENGINES = ("postgres",)
 VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
@@ -68,8 +68,9 @@ class VariantSpec(_Strict):
 class Suite(_Strict):
     """The workload: which steps, on how much data, with how many clients, for how long."""
 
-    name: Literal["sysbench"] = "sysbench"
-    steps: Annotated[list[str], Field(min_length=1)] | str = "quick"
+    name: Literal["sysbench", "ibench"] = "sysbench"
+    # A named set or a list of steps; unset: "quick" for sysbench, all ten steps for ibench.
+    steps: Annotated[list[str], Field(min_length=1)] | str | None = None
     tables: PositiveInt = 1
     rows: PositiveInt = 100_000
     clients: Annotated[list[PositiveInt], Field(min_length=1)] = [1]
@@ -85,6 +86,12 @@ class Suite(_Strict):
     maintenance_seconds: Annotated[int, Field(ge=0)] | None = None
     # Zipfian exponent of update-zipf.
     zipf_exp: Annotated[float, Field(gt=0)] = 0.8
+    # Insert Benchmark sizes: a profile gives them all, and a field set here overrides the profile's.
+    profile: Literal["quick", "small-server"] | None = None
+    load_rows: PositiveInt | None = None  # rows per client inserted by l.i0
+    write_rows: PositiveInt | None = None  # rows per client inserted and deleted by l.i1 (4/5) and l.i2 (1/5)
+    rw_seconds: PositiveInt | None = None  # seconds of each read-write step when the target rate is met
+    only1t: bool = False  # every client shares one table
 
 
 class Study(_Strict):
@@ -125,7 +132,7 @@ class Study(_Strict):
         """The suite's steps in run order, named sets expanded."""
         from dbsweep.suites import expand_steps
 
-        return expand_steps(self.suite.steps)
+        return expand_steps(self.suite.steps, self.suite.name)
 
     def measurement_key(self) -> str:
         """A hash of everything that changes what a measurement means (not targets or repeats)."""
@@ -242,16 +249,54 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
         elif names.index(v.name) != i:
             problems.append((f"variants[{i}].name", f"duplicate variant name {v.name!r}"))
 
-    steps = study.suite.steps
+    suite = study.suite
+    steps = suite.steps
+    ibench_suite = suite.name == "ibench"
+    sets, step_names = (tuple(IBENCH_SETS), IBENCH_STEP_NAMES) if ibench_suite else (SUITE_NAMES, STEP_NAMES)
     if isinstance(steps, str):
-        if steps not in SUITE_NAMES:
-            problems.append(("suite.steps", f"unknown step set {steps!r}; have: {', '.join(SUITE_NAMES)}"))
-    else:
+        if steps not in sets:
+            problems.append(("suite.steps", f"unknown step set {steps!r}; have: {', '.join(sets)}"))
+    elif steps is not None:
         for i, s in enumerate(steps):
-            if canonical(s) is None:
-                problems.append((f"suite.steps[{i}]", f"unknown step {s!r}; have: {', '.join(STEP_NAMES)}"))
-    if len(set(study.suite.clients)) != len(study.suite.clients):
+            if canonical(s, suite.name) is None:
+                problems.append(
+                    (f"suite.steps[{i}]", f"unknown {suite.name} step {s!r}; have: {', '.join(step_names)}")
+                )
+    if len(set(suite.clients)) != len(suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))
+    problems.extend(_suite_kind_problems(suite))
+    return problems
+
+
+_IBENCH_ONLY = ("profile", "load_rows", "write_rows", "rw_seconds", "only1t")
+_SYSBENCH_ONLY = (
+    "tables",
+    "rows",
+    "read_seconds",
+    "write_seconds",
+    "warmup_seconds",
+    "prepared",
+    "primary_key",
+    "zipf_exp",
+)
+
+
+def _suite_kind_problems(suite: Suite) -> list[tuple[str, str]]:
+    """Fields that mean nothing for the suite's kind are errors, not silently ignored."""
+    problems: list[tuple[str, str]] = []
+    wrong = _SYSBENCH_ONLY if suite.name == "ibench" else _IBENCH_ONLY
+    for f in wrong:
+        if f in suite.model_fields_set:
+            problems.append((f"suite.{f}", f"is not a setting of the {suite.name} suite"))
+    if suite.name != "ibench":
+        return problems
+    if len(suite.clients) != 1:
+        problems.append(("suite.clients", "the ibench suite runs at one client count (its dop), e.g. clients = [1]"))
+    missing = [f for f in ("load_rows", "write_rows", "rw_seconds") if getattr(suite, f) is None]
+    if suite.profile is None and missing:
+        problems.append(("suite.profile", f"set a profile (quick, small-server) or all of: {', '.join(missing)}"))
+    if isinstance(suite.steps, list) and suite.steps and suite.steps[0] != "l.i0":
+        problems.append(("suite.steps[0]", "an ibench suite starts with l.i0, the step that creates the tables"))
     return problems
 
 

@@ -19,11 +19,13 @@ GROUPS = {
     "range-noagg": "range queries without aggregation",
     "range-agg": "range queries with aggregation",
     "write": "writes",
+    "ibench-load": "Insert Benchmark: load and write-only steps",
+    "ibench-rw": "Insert Benchmark: read-write steps (queries with background inserts and deletes)",
 }
 
 LOAD_STEP = "load"
 
-Duration = Literal["read", "write", "insert", "scan-warm"]
+Duration = Literal["read", "write", "insert", "scan-warm", "ibench"]
 # The seeds' scan warm-up runs a fixed 60 s, whatever the read duration.
 SCAN_WARM_SECONDS = 60
 
@@ -39,6 +41,9 @@ class StepSpec:
     clients_are_tables: bool = False
     # The postwrite maintenance (VACUUM, CHECKPOINT, wait) runs right after this step.
     maintenance_after: bool = False
+    suite: Literal["sysbench", "ibench"] = "sysbench"
+    # Insert Benchmark: the background insert rate per client of a read-write step (rows/s).
+    rate: int = 0
 
     @property
     def is_pre(self) -> bool:
@@ -60,9 +65,17 @@ def _group(workload: str) -> str:
     return "point"
 
 
-def _step(workload: str, rng: int = 100, suffix: str = "", duration: Duration = "read", **kw: bool) -> StepSpec:
+def _step(
+    workload: str,
+    rng: int = 100,
+    suffix: str = "",
+    duration: Duration = "read",
+    clients_are_tables: bool = False,
+    maintenance_after: bool = False,
+) -> StepSpec:
     group = "warm" if suffix.startswith(".warm") else _group(workload)
-    return StepSpec(f"{workload}{suffix}_range={rng}", workload, rng, group, duration, **kw)
+    name = f"{workload}{suffix}_range={rng}"
+    return StepSpec(name, workload, rng, group, duration, clients_are_tables, maintenance_after)
 
 
 _READ_POINTS = ["points-covered-pk", "points-notcovered-pk", "points-covered-si", "points-notcovered-si"]
@@ -95,8 +108,25 @@ _ALL: list[StepSpec] = [
     _step("insert", duration="insert"),
 ]
 
-STEPS: dict[str, StepSpec] = {s.name: s for s in _ALL}
-STEP_NAMES = tuple(STEPS)
+# The Insert Benchmark's steps, in the order they run (methodology section 2.6). Its write-only
+# steps run until their rows are in; the read-write steps run at a background insert rate.
+IBENCH_STEPS: list[StepSpec] = [
+    StepSpec("l.i0", "ibench", 0, "ibench-load", "ibench", suite="ibench"),
+    StepSpec("l.x", "ibench", 0, "ibench-load", "ibench", suite="ibench"),
+    StepSpec("l.i1", "ibench", 0, "ibench-load", "ibench", suite="ibench"),
+    StepSpec("l.i2", "ibench", 0, "ibench-load", "ibench", suite="ibench", maintenance_after=True),
+    *[
+        StepSpec(f"q{kind}{rate}", "ibench", 0, "ibench-rw", "ibench", suite="ibench", rate=rate)
+        for rate in (100, 500, 1000)
+        for kind in ("r", "p")
+    ],
+]
+# The steps that build the tables' state: a resume on a fresh data directory replays them.
+IBENCH_SETUP = ("l.i0", "l.x", "l.i1", "l.i2")
+
+STEPS: dict[str, StepSpec] = {s.name: s for s in _ALL + IBENCH_STEPS}
+STEP_NAMES = tuple(s.name for s in _ALL)
+IBENCH_STEP_NAMES = tuple(s.name for s in IBENCH_STEPS)
 
 
 def _names(*names: str) -> list[str]:
@@ -165,22 +195,32 @@ SETS: dict[str, list[str]] = {
 }
 
 SUITE_NAMES = tuple(SETS)
+# The Insert Benchmark's one named set: all ten steps.
+IBENCH_SETS: dict[str, list[str]] = {"ibench": list(IBENCH_STEP_NAMES)}
 
 # Short names for the steps that exist at one range only in the seeds' default (range=100).
 ALIASES = {s.name.removesuffix("_range=100"): s.name for s in _ALL if s.name.endswith("_range=100")}
 
 
-def canonical(name: str) -> str | None:
-    """The full step name for a name as a study may write it, or None when unknown."""
-    if name in STEPS:
+def canonical(name: str, suite: str = "sysbench") -> str | None:
+    """The full step name for a name as a study may write it, or None when the suite has no such step."""
+    if suite == "ibench":
+        return name if name in IBENCH_STEP_NAMES else None
+    if name in STEP_NAMES:
         return name
     return ALIASES.get(name)
 
 
-def expand_steps(steps: list[str] | str) -> list[str]:
+def default_steps(suite: str) -> str:
+    return "ibench" if suite == "ibench" else "quick"
+
+
+def expand_steps(steps: list[str] | str | None, suite: str = "sysbench") -> list[str]:
+    if steps is None:
+        steps = default_steps(suite)
     if isinstance(steps, str):
-        return list(SETS[steps])
-    return [canonical(s) or s for s in steps]
+        return list((IBENCH_SETS if suite == "ibench" else SETS)[steps])
+    return [canonical(s, suite) or s for s in steps]
 
 
 def group_of(step: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 import psycopg
+from psycopg import sql
 
 from dbsweep import procs
 from dbsweep.errors import ServerError
@@ -365,29 +366,32 @@ class Server:
         with self.connect() as c:
             rows = c.execute(
                 "SELECT name, setting, unit, source FROM pg_settings "
-                "WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
+                "WHERE source NOT IN ('default', 'override', 'client', 'session')"
             ).fetchall()
-        return [{"name": r[0], "setting": r[1], "unit": r[2], "source": r[3]} for r in rows]
+        # Sorted here, not by the server: a config with a tiny work_mem and temp_file_limit must not break it.
+        return sorted(
+            ({"name": r[0], "setting": r[1], "unit": r[2], "source": r[3]} for r in rows), key=lambda d: d["name"]
+        )
 
     def server_version(self) -> str:
         with self.connect() as c:
             row = c.execute("SHOW server_version").fetchone()
         return str(row[0]) if row else ""
 
-    def postwrite(self, tables: int, budget: float, say: Callable[[str], None]) -> dict[str, float]:
+    def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, float]:
         """The method's maintenance: VACUUM (ANALYZE) every table in parallel, CHECKPOINT, then wait
         out what is left of `budget` seconds so the next step starts on a quiet server."""
         t0 = time.monotonic()
         version = int(self.server_version_num())
         options = "VERBOSE, ANALYZE" + (", INDEX_CLEANUP ON" if version >= 120000 else "")
 
-        def vacuum(t: int) -> None:
+        def vacuum(table: str) -> None:
             with self.connect() as c:
-                c.execute(f"VACUUM ({options}) sbtest{t}")
+                c.execute(sql.SQL("VACUUM ({}) {}").format(sql.SQL(options), sql.Identifier(table)))
 
-        say(f"maintenance: VACUUM ({options}) of {tables} tables in parallel")
-        with ThreadPoolExecutor(max_workers=tables) as pool:
-            list(pool.map(vacuum, range(1, tables + 1)))
+        say(f"maintenance: VACUUM ({options}) of {len(tables)} tables in parallel")
+        with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+            list(pool.map(vacuum, tables))
         t1 = time.monotonic()
         say("maintenance: CHECKPOINT")
         with self.connect() as c:

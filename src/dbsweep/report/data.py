@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbsweep import stats
 from dbsweep.store import Store
@@ -16,6 +17,8 @@ class Cell:
 
     values: list[float] = field(default_factory=list)
     failed: int = 0
+    # The step's full summary of each done repetition, in the order of `values`.
+    summaries: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def median(self) -> float | None:
@@ -42,12 +45,17 @@ class ReportData:
 
 
 def gather(study: Study, store: Store, run_id: int) -> ReportData:
-    steps = ["load", *study.steps()]
+    from dbsweep.runner import clients_of
+
+    steps = (["load"] if study.suite.name == "sysbench" else []) + study.steps()
     targets = [t.label for t in study.targets]
     cells: dict[tuple[str, int, str], Cell] = {}
     ops_names: dict[str, str] = {}
+    summaries = store.summaries(run_id)
     for r in store.results(run_id):
-        cells.setdefault((r["step"], r["clients"], r["target"]), Cell()).values.append(float(r["qps"]))
+        cell = cells.setdefault((r["step"], r["clients"], r["target"]), Cell())
+        cell.values.append(float(r["qps"]))
+        cell.summaries.append(summaries.get(r["cell_id"], {}))
         ops_names[r["step"]] = r["ops_name"]
     for key, (st, _err) in store.statuses(run_id).items():
         if st == "failed":
@@ -55,7 +63,7 @@ def gather(study: Study, store: Store, run_id: int) -> ReportData:
     group_order = list(GROUPS)
     rows: list[Row] = []
     for step in sorted(steps, key=lambda s: (group_order.index(group_of(s)), steps.index(s))):
-        for clients in [1] if step == "load" else study.suite.clients:
+        for clients in [1] if step == "load" else clients_of(study, step):
             row_cells = {t: cells.get((step, clients, t), Cell()) for t in targets}
             base = row_cells[study.base].median
             rel = {
