@@ -49,8 +49,12 @@ def run(
     conn: Connection,
     log: Path,
     on_second: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    cpus: frozenset[int] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> StepOutput:
-    """Runs `dbsweep-load COMMAND ...`; returns its summary and per-second lines."""
+    """Runs `dbsweep-load COMMAND ...`; returns its summary and per-second lines. `on_start` gets the
+    client's pid (for samplers), `cpus` pins it."""
     exe = paths.load_binary()
     env = {**os.environ, "DBSWEEP_PGPASSWORD": conn.password}
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +62,12 @@ def run(
     summary: dict[str, Any] | None = None
     error: str | None = None
     with log.open("w") as err:
-        proc = procs.spawn([exe, *command, *conn.args()], stdout=subprocess.PIPE, stderr=err, env=env, text=True)
+        proc = procs.spawn(
+            [exe, *command, *conn.args()], stdout=subprocess.PIPE, stderr=err, env=env, text=True, cpus=cpus
+        )
         try:
+            if on_start is not None:
+                on_start(proc.pid)
             assert proc.stdout is not None
             for line in proc.stdout:
                 try:

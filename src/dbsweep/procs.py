@@ -26,8 +26,11 @@ _children: list[subprocess.Popen[Any]] = []
 _lock = threading.Lock()
 
 
-def _die_with_parent(sig: int) -> Callable[[], None]:
+def _die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[], None]:
     def preexec() -> None:
+        if cpus is not None:
+            # Before exec, so every thread the child starts inherits the mask.
+            os.sched_setaffinity(0, cpus)
         # Runs in the child after the switch to the server user: a credential change
         # clears the death signal, so it must be set here, after it.
         _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
@@ -47,8 +50,10 @@ def spawn(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     text: bool = False,
+    cpus: frozenset[int] | None = None,
 ) -> subprocess.Popen[Any]:
-    """Starts a child in its own session (so Ctrl-C reaches dbsweep, which stops it in order)."""
+    """Starts a child in its own session (so Ctrl-C reaches dbsweep, which stops it in order),
+    optionally pinned to `cpus`."""
     kwargs: dict[str, Any] = {}
     if user is not None and os.geteuid() == 0:
         pw = pwd.getpwnam(user)
@@ -62,7 +67,7 @@ def spawn(
         cwd=cwd,
         text=text,
         start_new_session=True,
-        preexec_fn=_die_with_parent(death_signal),
+        preexec_fn=_die_with_parent(death_signal, cpus),
         **kwargs,
     )
     with _lock:

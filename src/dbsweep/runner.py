@@ -20,7 +20,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from dbsweep import __version__, configs, ibench, loadclient
+from dbsweep import __version__, configs, ibench, loadclient, placement
 from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
@@ -186,6 +186,10 @@ class Runner:
         self.user = postgres.server_user()
         self.host = host_facts(study.workspace_dir)
         self.load_version = loadclient.version()
+        try:
+            self.cpus = placement.plan(study.measure.placement)
+        except ValueError as e:
+            raise DbsweepError(f"{study.path}: measure.placement: {e}") from None
 
     def home(self, target: Target, rep: int) -> Path:
         return self.study.workspace_dir / "data" / self.study.title / target.slug / f"r{rep}"
@@ -294,6 +298,8 @@ class Runner:
                 server.init()
                 _state_file(server).write_text("")
             server.start()
+            if self.cpus.server is not None and server.proc is not None:
+                placement.pin_tree(server.proc.pid, self.cpus.server)
         except ServerError as e:
             server.stop()
             self._fail_all(keys, target_id, str(e), out, progress, overall)
@@ -434,7 +440,7 @@ class Runner:
                 str(s.warmup_seconds),
             ] + ([] if s.prepared else ["--no-prepared"])
         log = server.home / "client" / f"{key.step}.c{key.clients}.log"
-        output = loadclient.run(cmd, conn, log, on_second=tick)
+        output = loadclient.run(cmd, conn, log, on_second=tick, cpus=self.cpus.client)
         summary = ibench.normalise(output.summary) if s.name == "ibench" else _normalise(output.summary)
         summary["command"] = ["dbsweep-load", *cmd]
         errors = int(summary.get("error_count", 0))
@@ -458,6 +464,6 @@ class Runner:
             "config": {"name": target.config, "diff": server.config_text, "effective_settings": server.settings()},
             "suite": self.study.suite.model_dump(),
             "server_user": self.user,
-            "cpu_placement": "none",
+            "cpu_placement": self.cpus.describe(),
             "reloaded_for_resume": reloaded,
         }

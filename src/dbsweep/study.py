@@ -94,6 +94,21 @@ class Suite(_Strict):
     only1t: bool = False  # every client shares one table
 
 
+class Measure(_Strict):
+    """How steps are measured and judged."""
+
+    # Where server and client run: none (the scheduler decides), same (one CPU), split (separate CPUs).
+    placement: Literal["none", "same", "split"] = "none"
+    # The smallest change a verdict calls faster or slower (0.02 = 2 %).
+    min_effect: Annotated[float, Field(gt=0, lt=1)] = 0.02
+    confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
+    # `dbsweep run --until-decided` adds repetitions to unsure cells up to this many in all.
+    max_repeats: PositiveInt = 10
+    # Count the serving backend's instructions per operation under valgrind (single-client read steps).
+    instructions: bool = False
+    instruction_seconds: PositiveInt = 4
+
+
 class Study(_Strict):
     name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
     description: str = ""
@@ -105,6 +120,7 @@ class Study(_Strict):
     optional_settings: list[str] = []
     variants: list[VariantSpec] = []
     suite: Suite
+    measure: Measure = Measure()
     targets: Annotated[list[Target], Field(min_length=1)]
 
     # Set by load_study, not by the file.
@@ -136,7 +152,10 @@ class Study(_Strict):
 
     def measurement_key(self) -> str:
         """A hash of everything that changes what a measurement means (not targets or repeats)."""
-        blob = json.dumps({"engine": self.engine, "suite": self.suite.model_dump()}, sort_keys=True)
+        what = {"engine": self.engine, "suite": self.suite.model_dump()}
+        if self.measure.placement != "none":  # kept out when unset, so older runs keep their key
+            what["placement"] = self.measure.placement
+        blob = json.dumps(what, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -157,7 +176,12 @@ def _allowed_keys(model: type[BaseModel]) -> str:
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
     """The model whose field set the location points into (for listing allowed keys)."""
     model: type[BaseModel] = Study
-    nested: dict[str | int, type[BaseModel]] = {"suite": Suite, "targets": Target, "variants": VariantSpec}
+    nested: dict[str | int, type[BaseModel]] = {
+        "suite": Suite,
+        "targets": Target,
+        "variants": VariantSpec,
+        "measure": Measure,
+    }
     for part in loc[:-1]:
         model = nested.get(part, model)
     return model
