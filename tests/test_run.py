@@ -54,6 +54,19 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
     assert "shared_buffers" in prov["config"]["diff"]
     assert any(s["name"] == "shared_buffers" for s in prov["config"]["effective_settings"])
     assert prov["host"]["cpus_logical"] >= 1
+    # Every step carries its hardware cost per operation, the samplers' view and the server's statistics.
+    per_op = db.execute(
+        "SELECT c.step, p.metric, p.value FROM per_op p JOIN cells c ON c.id = p.cell_id WHERE c.status = 'done'"
+    ).fetchall()
+    cpu = [v for step, metric, v in per_op if metric == "cpu/o" and step == "point-query_range=100"]
+    assert len(cpu) == 4 and all(v is not None and 1 < v < 10_000 for v in cpu), cpu  # microseconds per query
+    assert {m for _, m, _ in per_op} >= {"cpu/o", "cs/o", "client_cpu/o", "host_cpu/o"}
+    measures = [json.loads(d) for (d,) in db.execute("SELECT data FROM measures")]
+    assert len(measures) == 6 and all(m["db_bytes"] > 0 and m["server_cpu_s"] > 0 for m in measures)
+    views = {v for (v,) in db.execute("SELECT DISTINCT view FROM server_stats")}
+    assert {"pg_stat_database", "pg_stat_bgwriter", "pg_stat_user_tables", "sizes"} <= views
+    (n_host,) = db.execute("SELECT count(*) FROM host_samples").fetchone()
+    assert n_host >= 6
     # A second run has nothing to do and changes nothing.
     before = db.execute("SELECT count(*), max(id) FROM cells").fetchone()
     r2 = dbsweep("run", study)

@@ -52,6 +52,7 @@ def run(
     *,
     cpus: frozenset[int] | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_summary: Callable[[], None] | None = None,
 ) -> StepOutput:
     """Runs `dbsweep-load COMMAND ...`; returns its summary and per-second lines. `on_start` gets the
     client's pid (for samplers), `cpus` pins it."""
@@ -81,6 +82,8 @@ def run(
                         on_second(msg)
                 elif kind == "summary":
                     summary = msg
+                    if on_summary is not None:
+                        on_summary()
                 elif kind == "error":
                     error = str(msg.get("message"))
             proc.wait()

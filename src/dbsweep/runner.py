@@ -25,6 +25,8 @@ from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
 from dbsweep.installs import get_install
+from dbsweep.measure import Sampler
+from dbsweep.stepwatch import StepRun, StepWatch
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
 from dbsweep.suites import IBENCH_SETUP, LOAD_STEP, SCAN_WARM_SECONDS, STEPS
@@ -331,16 +333,23 @@ class Runner:
                     if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
                         before = self._maintain(server, functools.partial(_say, progress, str(key)))
                     # The load advances by rows, a timed step by seconds.
-                    summary, lines = self._step(
-                        server,
-                        conn,
-                        key,
-                        _advancer(progress, task, by_rows=key.step == LOAD_STEP),
-                    )
+                    step = self._step(server, conn, key, _advancer(progress, task, by_rows=key.step == LOAD_STEP))
                     if before is not None:
-                        summary["maintenance_before"] = before
+                        step.summary["maintenance_before"] = before
                     result = CellResult(
-                        key, "done", started, now(), summary=summary, seconds_lines=lines, build=build, provenance=prov
+                        key,
+                        "done",
+                        started,
+                        now(),
+                        summary=step.summary,
+                        seconds_lines=step.lines,
+                        build=build,
+                        provenance=prov,
+                        measures=step.measures,
+                        per_op=step.per_op,
+                        host_samples=step.host_samples,
+                        server_stats=step.server_stats,
+                        histograms=step.histograms,
                     )
                     if key.step in setup_steps(self.study):
                         _mark_state(server, key.step)
@@ -415,7 +424,7 @@ class Runner:
 
     def _step(
         self, server: postgres.Server, conn: loadclient.Connection, key: CellKey, tick: Callable[[dict[str, Any]], None]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> StepRun:
         s = self.study.suite
         sizes = ["--tables", str(s.tables), "--rows", str(s.rows), "--seed", str(s.seed)]
         if s.name == "ibench":
@@ -440,7 +449,18 @@ class Runner:
                 str(s.warmup_seconds),
             ] + ([] if s.prepared else ["--no-prepared"])
         log = server.home / "client" / f"{key.step}.c{key.clients}.log"
-        output = loadclient.run(cmd, conn, log, on_second=tick, cpus=self.cpus.client)
+        assert server.proc is not None, "a step runs against a started server"
+        watch = StepWatch(Sampler(server.proc.pid, server.datadir), tick)
+        with watch.sampler:
+            output = loadclient.run(
+                cmd,
+                conn,
+                log,
+                on_second=watch.on_line,
+                cpus=self.cpus.client,
+                on_start=watch.on_start,
+                on_summary=watch.on_summary,
+            )
         summary = ibench.normalise(output.summary) if s.name == "ibench" else _normalise(output.summary)
         summary["command"] = ["dbsweep-load", *cmd]
         errors = int(summary.get("error_count", 0))
@@ -450,7 +470,9 @@ class Runner:
                 f"{errors} of {attempts} events failed ({errors / attempts:.0%}, more than {MAX_ERROR_RATE:.0%}); "
                 "first errors: " + "; ".join(summary.get("error_samples", [])[:3])
             )
-        return summary, output.seconds
+        run = StepRun(summary, output.seconds)
+        watch.finish(run, server)
+        return run
 
     def _provenance(
         self, server: postgres.Server, install: postgres.Install, target: Target, reloaded: bool

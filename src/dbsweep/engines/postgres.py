@@ -167,7 +167,7 @@ def stop_stale(datadir: Path) -> None:
     try:
         pid = int(pidfile.read_text().split()[0])
         proc = psutil.Process(pid)
-        if "postgres" not in proc.name() and "postmaster" not in proc.name():
+        if not _is_server_of(proc, datadir):
             return
     except (ValueError, IndexError, OSError, psutil.Error):
         return
@@ -178,6 +178,31 @@ def stop_stale(datadir: Path) -> None:
         except psutil.TimeoutExpired:
             proc.send_signal(signal.SIGQUIT)
             proc.wait(timeout=30)
+
+
+def _is_server_of(proc: psutil.Process, datadir: Path) -> bool:
+    """A postmaster by name, or one run under a wrapper (valgrind names the process after its tool)."""
+    if "postgres" in proc.name() or "postmaster" in proc.name():
+        return True
+    with contextlib.suppress(psutil.Error):
+        return str(datadir) in proc.cmdline()
+    return False
+
+
+def _wrapped_leftovers(datadir: Path) -> list[psutil.Process]:
+    """Processes of a wrapped server on `datadir`: under valgrind every backend keeps the
+    postmaster's command line (the guest's process title never reaches /proc)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if str(datadir) in (p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+    return found
+
+
+# Seconds to wait for a server to answer: valgrind slows start-up (and crash recovery) tens of times.
+READY_TIMEOUT = 120.0
+WRAPPED_READY_TIMEOUT = 1200.0
 
 
 @dataclass
@@ -193,6 +218,8 @@ class Server:
     socket_dir: Path | None = None
     proc: subprocess.Popen[Any] | None = None
     _own_socket_dir: bool = False
+    # A command the postmaster runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
+    wrapper: list[str] | None = None
 
     @property
     def datadir(self) -> Path:
@@ -280,8 +307,10 @@ class Server:
         _chown(path, self.user)
         return path
 
-    def start(self, timeout: float = 120.0) -> None:
-        """Starts on a free loopback port and a private socket; waits until it answers."""
+    def start(self, timeout: float | None = None) -> None:
+        """Starts on a free loopback port and a private socket (under `wrapper`, if any); waits until it answers."""
+        if timeout is None:
+            timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
         stop_stale(self.datadir)
         for attempt in range(3):
             self.socket_dir = self._pick_socket_dir()
@@ -290,6 +319,7 @@ class Server:
             try:
                 self.proc = procs.spawn(
                     [
+                        *(self.wrapper or []),
                         self.install.bin("postgres"),
                         "-D",
                         self.datadir,
@@ -414,9 +444,21 @@ class Server:
             procs.terminate(self.proc, signal.SIGINT, timeout=120)
             self.proc = None
         stop_stale(self.datadir)
+        if self.wrapper:
+            self._stop_wrapped_leftovers()
         if self._own_socket_dir and self.socket_dir is not None:
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             self.socket_dir = None
+
+    def _stop_wrapped_leftovers(self) -> None:
+        """Backends exit on their own once the postmaster is gone, but under a wrapper that can take a
+        while (valgrind writes its output at exit); any still there after a grace period are killed."""
+        left = _wrapped_leftovers(self.datadir)
+        _, alive = psutil.wait_procs(left, timeout=60)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=10)
 
     def remove(self) -> None:
         self.stop()
