@@ -2,6 +2,7 @@
 //! JSON lines on stdout: one per second, then a summary.
 
 mod db;
+mod ibench;
 mod metrics;
 mod workloads;
 
@@ -63,6 +64,16 @@ enum Command {
         #[arg(long, default_value_t = 0.8)]
         zipf_exp: f64,
     },
+    /// Run one Insert Benchmark step (l.i0, l.x, l.i1, l.i2, qr100, qp100, qr500, qp500, qr1000, qp1000).
+    Ibench {
+        /// The step: l.i0 creates and loads the tables, l.x indexes them, l.i1/l.i2 insert and delete
+        /// as fast as possible, qrNNN/qpNNN run range/point queries with NNN inserts/s per client.
+        step: String,
+        #[command(flatten)]
+        conn: ConnOpts,
+        #[command(flatten)]
+        opts: ibench::Options,
+    },
     /// List the workloads this client knows.
     List {
         /// One JSON object per line instead of a table.
@@ -121,6 +132,7 @@ fn main() {
                 ),
             }
         }
+        Command::Ibench { step, conn, opts } => ibench::run(&conn, &step, &opts),
         Command::List { json, range } => {
             for w in workloads::sysbench::ALL {
                 if json {

@@ -18,7 +18,15 @@ from typing import Any
 
 import psycopg
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from dbsweep import __version__, configs, ibench, loadclient, placement
 from dbsweep.engines import postgres
@@ -230,7 +238,7 @@ class Runner:
         return Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+            MofNCompleteColumn(),
             TextColumn("{task.fields[unit]}"),
             TimeElapsedColumn(),
             TextColumn("left"),
@@ -325,15 +333,18 @@ class Runner:
             maintain_before = maintenance_points(self.study)
             for key in keys:
                 before: dict[str, float] | None = None
+                # The load advances by rows, a timed step by seconds.
+                by_rows = key.step == LOAD_STEP or ibench.progress_by_rows(self.study.suite, key.step)
                 task = progress.add_task(
-                    f"{target.label} r{rep} {key.step} c{key.clients}", total=self._expected_seconds(key), unit="s"
+                    f"{target.label} r{rep} {key.step} c{key.clients}",
+                    total=self._expected_seconds(key),
+                    unit="rows" if by_rows else "s",
                 )
                 started = now()
                 try:
                     if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
                         before = self._maintain(server, functools.partial(_say, progress, str(key)))
-                    # The load advances by rows, a timed step by seconds.
-                    step = self._step(server, conn, key, _advancer(progress, task, by_rows=key.step == LOAD_STEP))
+                    step = self._step(server, conn, key, _advancer(progress, task, by_rows=by_rows))
                     if before is not None:
                         step.summary["maintenance_before"] = before
                     result = CellResult(
@@ -417,7 +428,7 @@ class Runner:
 
     def _expected_seconds(self, key: CellKey) -> float | None:
         if self.study.suite.name == "ibench":
-            return ibench.expected_seconds(self.study.suite, key.step)
+            return ibench.expected_progress(self.study.suite, key.step)
         if key.step == LOAD_STEP:
             return float(self.study.suite.tables * self.study.suite.rows)
         return float(step_seconds(self.study, key.step) + self.study.suite.warmup_seconds)

@@ -90,7 +90,7 @@ class StepWatch:
             measures["server_stats_error"] = str(e)
         measures["datadir_bytes"] = dir_size(server.datadir)
         run.measures = measures
-        for kind in ("insert", "delete", "query"):
-            hist = (s.get("histograms") or {}).get(kind)
-            if isinstance(hist, str):
-                run.histograms[kind] = hist
+        # The Insert Benchmark's response times per operation kind (the main one is the step's histogram).
+        for kind, lat in (s.get("latency") or {}).items():
+            if isinstance(lat, dict) and isinstance(lat.get("hdr"), str) and lat.get("statements"):
+                run.histograms[kind] = lat["hdr"]

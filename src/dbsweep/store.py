@@ -360,25 +360,24 @@ class Store:
                         (cell_id, kind, data),
                     )
                 for line in r.seconds_lines or []:
-                    if "ips" in line:
+                    db.execute(
+                        "INSERT INTO samples (cell_id, t, phase, ops, errors, max_us) VALUES (?,?,?,?,?,?)",
+                        (cell_id, line["t"], line["phase"], line["ops"], line["errors"], line["max_us"]),
+                    )
+                    if "i_ips" in line:  # the Insert Benchmark's per-second rates of each operation
                         db.execute(
                             "INSERT INTO ibench_samples (cell_id, t, ips, dps, qps, max_insert_us, max_delete_us, "
                             "max_query_us) VALUES (?,?,?,?,?,?,?,?)",
                             (
                                 cell_id,
                                 line["t"],
-                                line["ips"],
-                                line["dps"],
-                                line["qps"],
-                                line.get("max_insert_us"),
-                                line.get("max_delete_us"),
-                                line.get("max_query_us"),
+                                line["i_ips"],
+                                line["i_dps"],
+                                line["i_qps"],
+                                line.get("max_i_us"),
+                                line.get("max_d_us"),
+                                line.get("max_q_us"),
                             ),
-                        )
-                    else:
-                        db.execute(
-                            "INSERT INTO samples (cell_id, t, phase, ops, errors, max_us) VALUES (?,?,?,?,?,?)",
-                            (cell_id, line["t"], line["phase"], line["ops"], line["errors"], line["max_us"]),
                         )
                 if r.measures is not None:
                     db.execute("INSERT INTO measures (cell_id, data) VALUES (?, ?)", (cell_id, json.dumps(r.measures)))

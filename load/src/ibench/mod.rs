@@ -1,0 +1,670 @@
+//! The Insert Benchmark (iibench, methodology §2) for Postgres: one step per
+//! run, one table per client (pi1..piN), rows inserted at the right-hand end
+//! of the primary key and deleted from its left-hand end, with a rate-limited
+//! background load and a query thread in the read-write steps.
+//!
+//! Split as: `sql` (statement shapes), `rows` (row generation), `pace` (rate
+//! limit), `roles` (a client's threads), `report` (measurement and the
+//! per-second lines), and here the options, the step sequence and the summary.
+
+pub mod pace;
+pub mod report;
+pub mod roles;
+pub mod rows;
+pub mod sql;
+
+use crate::db::{describe, Conn, ConnOpts};
+use crate::metrics::{self, emit, Latency};
+use clap::Args;
+use report::{ClientLive, LowTail, OpStats, OpSummary};
+use roles::{Client, ClientPlan, ClientResult, KindCount, QueryMode, POINT_KIND};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
+
+/// The steps, in the order a run does them.
+pub const STEPS: [&str; 10] = ["l.i0", "l.x", "l.i1", "l.i2", "qr100", "qp100", "qr500", "qp500", "qr1000", "qp1000"];
+
+/// Rows each client inserts in l.x before it creates the indexes.
+const LX_ROWS: u64 = 100;
+/// Read-write steps last this long at their rate unless --seconds says otherwise (the method's querysecs).
+const DEFAULT_QUERY_SECONDS: u64 = 1800;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Create the tables, load them in primary-key order, no secondary indexes.
+    Li0,
+    /// Insert 100 rows per client, then create the three secondary indexes.
+    Lx,
+    /// Insert (50 rows per statement) and delete as fast as possible.
+    Li1,
+    /// The same with 5 rows per statement.
+    Li2,
+    /// Queries with a background insert and delete rate per client.
+    ReadWrite { mode: QueryMode, rate: u64 },
+}
+
+impl Step {
+    pub fn parse(name: &str) -> Option<Step> {
+        Some(match name {
+            "l.i0" => Step::Li0,
+            "l.x" => Step::Lx,
+            "l.i1" => Step::Li1,
+            "l.i2" => Step::Li2,
+            _ => {
+                let (mode, rate) = if let Some(r) = name.strip_prefix("qr") {
+                    (QueryMode::Range, r)
+                } else {
+                    (QueryMode::Point, name.strip_prefix("qp")?)
+                };
+                if !STEPS.contains(&name) {
+                    return None;
+                }
+                Step::ReadWrite { mode, rate: rate.parse().ok()? }
+            }
+        })
+    }
+
+    fn rows_per_commit(self) -> u64 {
+        match self {
+            Step::Li0 | Step::Lx => 100,
+            Step::Li1 | Step::ReadWrite { .. } => 50,
+            Step::Li2 => 5,
+        }
+    }
+
+    fn is_read_write(self) -> bool {
+        matches!(self, Step::ReadWrite { .. })
+    }
+}
+
+/// The options of `dbsweep-load ibench`.
+#[derive(Args, Debug, Clone)]
+pub struct Options {
+    /// Clients: one table each (pi1..piN), with an inserter, a deleter and a query connection.
+    #[arg(long, default_value_t = 1)]
+    pub clients: u32,
+    /// Rows each client inserts: required for l.i0, l.i1, l.i2; l.x inserts 100; a read-write step
+    /// takes it instead of --seconds.
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Read-write steps: seconds at the target rate, so rows per client = seconds × rate (default 1800).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+    /// Inserted rows per second per client: overrides the rate a qrNNN/qpNNN step names; limits
+    /// l.i0/l.i1/l.i2, which otherwise run as fast as they can.
+    #[arg(long)]
+    pub rate: Option<u64>,
+    /// All clients share table pi1.
+    #[arg(long)]
+    pub only1t: bool,
+    /// Client n's rows and queries draw from seed + n.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No deleter: l.i1, l.i2 and the read-write steps only insert, so the tables grow.
+    #[arg(long)]
+    pub no_delete: bool,
+}
+
+/// A step with its options checked and resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: &'static str,
+    pub step: Step,
+    pub clients: u32,
+    pub tables: u32,
+    pub only1t: bool,
+    pub rows_per_client: u64,
+    pub rows_per_commit: u64,
+    /// Per client; None = unlimited.
+    pub rate: Option<u64>,
+    pub deletes: bool,
+    pub query: Option<QueryMode>,
+    pub seed: u64,
+}
+
+impl Plan {
+    /// Resolves the options for a step, or says in one sentence what is wrong (before any connection).
+    pub fn new(step_name: &str, o: &Options) -> Result<Plan, String> {
+        let name = STEPS
+            .iter()
+            .find(|s| **s == step_name)
+            .copied()
+            .ok_or_else(|| format!("unknown step '{step_name}'; the steps are {}", STEPS.join(", ")))?;
+        let step = Step::parse(name).expect("every listed step parses");
+        if o.clients == 0 {
+            return Err("--clients must be at least 1".into());
+        }
+        if o.rate == Some(0) {
+            return Err(if step.is_read_write() {
+                format!("--rate must be at least 1 row per second per client for {name}")
+            } else {
+                format!("--rate must be at least 1 row per second per client (omit it to run {name} unthrottled)")
+            });
+        }
+        let (rows, rate) = match step {
+            Step::Li0 | Step::Li1 | Step::Li2 => {
+                if o.seconds.is_some() {
+                    return Err(format!("--seconds is for the read-write steps; {name} takes --rows"));
+                }
+                match o.rows {
+                    None => return Err(format!("{name} needs --rows, the rows each client inserts")),
+                    Some(0) => return Err(format!("--rows must be at least 1 for {name}")),
+                    Some(r) => (r, o.rate),
+                }
+            }
+            Step::Lx => {
+                if o.seconds.is_some() || o.rate.is_some() {
+                    return Err("l.x takes neither --seconds nor --rate: it inserts and indexes unthrottled".into());
+                }
+                match o.rows {
+                    Some(0) => return Err("--rows must be at least 1 for l.x".into()),
+                    r => (r.unwrap_or(LX_ROWS), None),
+                }
+            }
+            Step::ReadWrite { rate: named, .. } => {
+                let rate = o.rate.unwrap_or(named);
+                let rows = match (o.rows, o.seconds) {
+                    (Some(_), Some(_)) => {
+                        return Err(format!("give {name} --seconds or --rows, not both"));
+                    }
+                    (Some(0), None) | (None, Some(0)) => {
+                        return Err(format!("--rows and --seconds must be at least 1 for {name}"));
+                    }
+                    (Some(r), None) => r,
+                    (None, s) => s.unwrap_or(DEFAULT_QUERY_SECONDS).saturating_mul(rate),
+                };
+                (rows, Some(rate))
+            }
+        };
+        // §2.7: a batch never holds more rows than a second's worth.
+        let rows_per_commit = rate.map_or(step.rows_per_commit(), |r| step.rows_per_commit().min(r));
+        let query = match step {
+            Step::ReadWrite { mode, .. } => Some(mode),
+            _ => None,
+        };
+        Ok(Plan {
+            name,
+            step,
+            clients: o.clients,
+            tables: if o.only1t { 1 } else { o.clients },
+            only1t: o.only1t,
+            rows_per_client: rows,
+            rows_per_commit,
+            rate,
+            deletes: matches!(step, Step::Li1 | Step::Li2 | Step::ReadWrite { .. }) && !o.no_delete,
+            query,
+            seed: o.seed,
+        })
+    }
+
+    fn table_of(&self, client: u32) -> String {
+        sql::table(if self.only1t { 1 } else { client + 1 })
+    }
+
+    fn table_names(&self) -> Vec<String> {
+        (1..=self.tables).map(sql::table).collect()
+    }
+
+    fn client(&self, index: u32) -> ClientPlan {
+        ClientPlan {
+            index,
+            table: self.table_of(index),
+            rows: self.rows_per_client,
+            rows_per_commit: self.rows_per_commit,
+            rate: self.rate,
+            deletes: self.deletes,
+            query: self.query,
+            seed: self.seed.wrapping_add(index as u64 + 1),
+        }
+    }
+
+    /// The SQL the step runs, for the summary (shown for table pi1).
+    fn sql(&self) -> StepSql {
+        let t = sql::table(1);
+        let li0 = self.step == Step::Li0;
+        StepSql {
+            create_table: li0.then(|| sql::create_table(&t)),
+            alter_sequence: li0.then(|| sql::alter_sequence(&t)),
+            create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t).map(|(_, s)| s).to_vec()),
+            insert: sql::insert_shape(&t, self.rows_per_commit),
+            delete: self.deletes.then(|| sql::delete(&t)),
+            min_id: (self.deletes || self.query == Some(QueryMode::Point)).then(|| sql::min_id(&t)),
+            range_queries: (self.query == Some(QueryMode::Range))
+                .then(|| sql::RANGE_QUERIES.iter().map(|q| q.sql(&t)).collect()),
+            point_query: (self.query == Some(QueryMode::Point)).then(|| sql::point_query(&t)),
+            max_id: (self.query == Some(QueryMode::Point)).then(|| sql::max_id(&t)),
+        }
+    }
+}
+
+/// The statements of a step as run on pi1 (the other tables' differ only in the name); null when
+/// the step does not run them. Prepared statements show their $n parameters.
+#[derive(Serialize)]
+pub struct StepSql {
+    create_table: Option<String>,
+    alter_sequence: Option<String>,
+    create_indexes: Option<Vec<String>>,
+    /// Sent as one simple query with the rows as literals, in autocommit.
+    insert: String,
+    /// Prepared: $1 the lowest id to delete from, $2 the rows of the matching insert.
+    delete: Option<String>,
+    /// Run at the start and every 1000 batches by the delete generator (and by a qp step's query thread).
+    min_id: Option<String>,
+    /// Prepared; a random one per query; $1 uniform in [0, 500), [0, 10000), [0, 1000) in this order.
+    range_queries: Option<Vec<String>>,
+    /// Prepared; the ids uniform in [min id, max id).
+    point_query: Option<String>,
+    /// Re-read every 100 point queries.
+    max_id: Option<String>,
+}
+
+/// Per-second rates at the method's low-tail percentiles.
+#[derive(Serialize)]
+pub struct RatePercentiles {
+    ips: LowTail,
+    dps: LowTail,
+    qps: LowTail,
+}
+
+#[derive(Serialize)]
+pub struct Latencies {
+    insert: OpSummary,
+    delete: OpSummary,
+    query: OpSummary,
+}
+
+#[derive(Serialize)]
+pub struct ErrorsByOp {
+    insert: u64,
+    delete: u64,
+    query: u64,
+}
+
+/// The last line of an `ibench` step.
+///
+/// Fields: `type` ("summary"); `step`; `clients`; `tables` (how many pi tables the step uses);
+/// `only1t`; `seed`; `deletes` (whether a deleter ran); `rows_per_client`; `rows_per_commit`;
+/// `rate_per_client` and `target_rate` (= clients × rate_per_client; both null when unlimited);
+/// `seconds` (wall time from the start of the inserts to the end of the step's work, index builds
+/// included); `insert_seconds` (start to the last inserter's end); `index_seconds` (l.x only);
+/// `inserted_rows`, `deleted_rows`, `indexed_rows` (l.x only: rows in the tables when indexed);
+/// `queries`, `query_rows` (rows the queries returned), `queries_by_kind` ({kind: {queries, rows}}
+/// for pdc, marketsegment, registersegment or point); `ips` (inserted_rows / seconds; for l.x
+/// indexed_rows / seconds), `dps`, `qps`; `achieved_rate` (the background insert rate:
+/// inserted_rows / insert_seconds); `sla_ok` (achieved_rate >= 0.95 × target_rate, null without a
+/// target); `rate_percentiles` ({ips, dps, qps} × {p50, p75, p90, p95, p99}, per-second rates,
+/// low-tail: p99 is reached or exceeded by 99 % of the seconds); `latency` ({insert, delete,
+/// query} × {statements, rows, errors, mean_us, p50_us, p95_us, p99_us, max_us, hdr, buckets},
+/// buckets being {le_256us, le_1ms, le_4ms, le_16ms, le_64ms, le_256ms, le_1s, le_4s, le_16s,
+/// gt_16s}); `latency_us` and `histogram` (the main operation's, as the other subcommands report:
+/// insert batches for load steps, queries for qr/qp); `maxop_s` (the main operation's slowest, in
+/// seconds); `errors` ({"sqlstate-XXXXX" or client-side kind: count}), `error_count`,
+/// `error_samples`, `errors_by_op` ({insert, delete, query}); `client_cpu_user_s`,
+/// `client_cpu_sys_s`, `client_max_rss_kb`; `rows_after` ({table: count(*) after the step}, load
+/// steps only); `sql` (the statements, see StepSql).
+#[derive(Serialize)]
+pub struct Summary {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    step: &'static str,
+    clients: u32,
+    tables: u32,
+    only1t: bool,
+    seed: u64,
+    deletes: bool,
+    rows_per_client: u64,
+    rows_per_commit: u64,
+    rate_per_client: Option<u64>,
+    target_rate: Option<u64>,
+    seconds: f64,
+    insert_seconds: f64,
+    index_seconds: Option<f64>,
+    inserted_rows: u64,
+    deleted_rows: u64,
+    indexed_rows: Option<u64>,
+    queries: u64,
+    query_rows: u64,
+    queries_by_kind: BTreeMap<&'static str, KindCount>,
+    ips: f64,
+    dps: f64,
+    qps: f64,
+    achieved_rate: f64,
+    sla_ok: Option<bool>,
+    rate_percentiles: RatePercentiles,
+    latency: Latencies,
+    latency_us: Latency,
+    histogram: String,
+    maxop_s: f64,
+    errors: BTreeMap<String, u64>,
+    error_count: u64,
+    error_samples: Vec<String>,
+    errors_by_op: ErrorsByOp,
+    client_cpu_user_s: f64,
+    client_cpu_sys_s: f64,
+    client_max_rss_kb: u64,
+    rows_after: Option<BTreeMap<String, u64>>,
+    sql: StepSql,
+}
+
+/// What the step's driver thread hands back.
+struct Outcome {
+    result: ClientResult,
+    kinds: [KindCount; 4],
+    seconds: f64,
+    insert_seconds: f64,
+    index_seconds: Option<f64>,
+    cpu: (f64, f64),
+    rows_after: Option<BTreeMap<String, u64>>,
+}
+
+fn exec(c: &mut Conn, sql: &str) -> Result<(), String> {
+    c.simple(sql).map(|_| ()).map_err(|e| format!("{sql}: {}", describe(&e)))
+}
+
+fn count_rows(c: &mut Conn, table: &str) -> Result<u64, String> {
+    let q = sql::count(table);
+    let rows = c.simple_rows(&q).map_err(|e| format!("{q}: {}", describe(&e)))?;
+    rows.first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("no count from: {q}"))
+}
+
+/// l.i0: drops every pi table (not only this step's, so the database holds only what the step
+/// made) and creates the step's tables.
+fn create_tables(c: &mut Conn, plan: &Plan) -> Result<(), String> {
+    let old = c
+        .simple_rows("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^pi[0-9]+$'")
+        .map_err(|e| describe(&e))?;
+    for t in old.into_iter().filter_map(|mut r| r.pop().flatten()) {
+        exec(c, &format!("DROP TABLE IF EXISTS {t}"))?;
+    }
+    for t in plan.table_names() {
+        exec(c, &sql::create_table(&t))?;
+        exec(c, &sql::alter_sequence(&t))?;
+    }
+    Ok(())
+}
+
+/// The other steps need the tables l.i0 made.
+fn check_tables(c: &mut Conn, plan: &Plan) -> Result<(), String> {
+    let names: Vec<String> = plan.table_names().iter().map(|t| format!("'{t}'")).collect();
+    let q = format!("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname = ANY(ARRAY[{}])", names.join(", "));
+    let have = c
+        .simple_rows(&q)
+        .map_err(|e| describe(&e))?
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    if have != plan.tables {
+        let flag = if plan.only1t { " --only1t" } else { "" };
+        return Err(format!(
+            "{} needs tables pi1..pi{} but only {have} of them exist; run l.i0 with --clients {}{flag} first",
+            plan.name, plan.tables, plan.clients
+        ));
+    }
+    Ok(())
+}
+
+/// l.x: the three indexes on every table, one connection per table, in parallel (each iibench
+/// client indexes its own table).
+fn create_indexes(conn: &ConnOpts, plan: &Plan) -> Result<(), String> {
+    let handles: Vec<_> = plan
+        .table_names()
+        .into_iter()
+        .map(|t| {
+            let conn = conn.clone();
+            std::thread::spawn(move || -> Result<(), String> {
+                let mut c = conn.connect()?;
+                for (_, s) in sql::create_indexes(&t) {
+                    exec(&mut c, &s)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| "an index build thread panicked".to_string())??;
+    }
+    Ok(())
+}
+
+/// Runs the step: setup, then (sending the start instant to the reporter) the clients, then l.x's
+/// indexes and the row counts.
+fn drive(
+    conn: &ConnOpts,
+    plan: &Plan,
+    live: &Arc<Vec<ClientLive>>,
+    started: mpsc::Sender<Instant>,
+) -> Result<Outcome, String> {
+    let mut admin = conn.connect()?;
+    if plan.step == Step::Li0 {
+        create_tables(&mut admin, plan)?;
+    } else {
+        check_tables(&mut admin, plan)?;
+    }
+    let filler = rows::filler(plan.seed, rows::FILLER_LEN);
+    let clients = (0..plan.clients).map(|i| Client::connect(conn, plan.client(i))).collect::<Result<Vec<_>, _>>()?;
+    // One delete bound per table, starting at its minimum id.
+    let mut bounds: BTreeMap<String, Arc<AtomicI64>> = BTreeMap::new();
+    for c in &clients {
+        bounds.entry(c.table().to_string()).or_insert_with(|| Arc::new(AtomicI64::new(c.min_id)));
+    }
+    let start = Instant::now();
+    let cpu0 = metrics::own_cpu();
+    let _ = started.send(start);
+    let running: Vec<_> = clients
+        .into_iter()
+        .map(|c| {
+            let bound = bounds[c.table()].clone();
+            c.spawn(start, live.clone(), filler.clone(), bound)
+        })
+        .collect();
+    let mut result = ClientResult::default();
+    let mut kinds = [KindCount::default(); 4];
+    let mut insert_end = start;
+    for r in running {
+        let r = r.join()?;
+        result.insert.merge(r.insert);
+        result.delete.merge(r.delete);
+        result.query.merge(r.query);
+        for (k, c) in kinds.iter_mut().zip(r.kinds) {
+            k.queries += c.queries;
+            k.rows += c.rows;
+        }
+        insert_end = insert_end.max(r.insert_end.unwrap_or(start));
+    }
+    let insert_seconds = (insert_end - start).as_secs_f64();
+    let mut index_seconds = None;
+    if plan.step == Step::Lx {
+        let t0 = Instant::now();
+        create_indexes(conn, plan)?;
+        index_seconds = Some(t0.elapsed().as_secs_f64());
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let (u1, s1) = metrics::own_cpu();
+    let cpu = (u1 - cpu0.0, s1 - cpu0.1);
+    // Counting a large table takes a while, so the read-write steps skip it; outside the measured time.
+    let rows_after = if plan.step.is_read_write() {
+        None
+    } else {
+        let mut m = BTreeMap::new();
+        for t in plan.table_names() {
+            let n = count_rows(&mut admin, &t)?;
+            m.insert(t, n);
+        }
+        Some(m)
+    };
+    Ok(Outcome { result, kinds, seconds, insert_seconds, index_seconds, cpu, rows_after })
+}
+
+/// `dbsweep-load ibench STEP`: checks the options, runs the step while printing a line per second,
+/// then prints the summary.
+pub fn run(conn: &ConnOpts, step: &str, opts: &Options) -> Result<(), String> {
+    let plan = Plan::new(step, opts)?;
+    let live: Arc<Vec<ClientLive>> = Arc::new((0..plan.clients).map(|_| ClientLive::default()).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let driver = {
+        let (conn, plan, live, stop) = (conn.clone(), plan.clone(), live.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let r = drive(&conn, &plan, &live, tx);
+            stop.store(true, Relaxed);
+            r
+        })
+    };
+    let join = |d: std::thread::JoinHandle<Result<Outcome, String>>| {
+        d.join().map_err(|_| "the ibench driver thread panicked".to_string())?
+    };
+    // No start instant means the setup failed: its error is the driver's result.
+    let Ok(start) = rx.recv() else {
+        return join(driver).map(|_| ());
+    };
+    let samples = report::report_seconds(&live, &stop, start, plan.query.is_some());
+    let out = join(driver)?;
+    emit(&summarize(&plan, out, &samples));
+    Ok(())
+}
+
+fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples) -> Summary {
+    let r = &out.result;
+    let secs = out.seconds.max(1e-9);
+    let inserted = r.insert.tally.rows;
+    let deleted = r.delete.tally.rows;
+    let queries = r.query.tally.events;
+    let indexed_rows = (plan.step == Step::Lx).then(|| out.rows_after.iter().flat_map(|m| m.values()).sum::<u64>());
+    let target = plan.rate.map(|r| r * plan.clients as u64);
+    let achieved = inserted as f64 / out.insert_seconds.max(1e-9);
+    let main = if plan.query.is_some() { &r.query } else { &r.insert };
+    let mut errors = BTreeMap::new();
+    let mut samples_err = Vec::new();
+    for op in [&r.insert, &r.delete, &r.query] {
+        for (k, v) in &op.tally.errors {
+            *errors.entry(k.clone()).or_insert(0) += v;
+        }
+        for m in &op.tally.error_samples {
+            if samples_err.len() < 5 && !samples_err.contains(m) {
+                samples_err.push(m.clone());
+            }
+        }
+    }
+    let used_kinds: BTreeMap<&'static str, KindCount> = match plan.query {
+        Some(QueryMode::Range) => sql::RANGE_QUERIES.iter().map(|q| q.kind).zip(out.kinds).collect(),
+        Some(QueryMode::Point) => [("point", out.kinds[POINT_KIND])].into_iter().collect(),
+        None => BTreeMap::new(),
+    };
+    let op_max = |s: &OpStats| if s.tally.latency.is_empty() { 0 } else { s.tally.latency.max() };
+    Summary {
+        kind: "summary",
+        step: plan.name,
+        clients: plan.clients,
+        tables: plan.tables,
+        only1t: plan.only1t,
+        seed: plan.seed,
+        deletes: plan.deletes,
+        rows_per_client: plan.rows_per_client,
+        rows_per_commit: plan.rows_per_commit,
+        rate_per_client: plan.rate,
+        target_rate: target,
+        seconds: out.seconds,
+        insert_seconds: out.insert_seconds,
+        index_seconds: out.index_seconds,
+        inserted_rows: inserted,
+        deleted_rows: deleted,
+        indexed_rows,
+        queries,
+        query_rows: r.query.tally.rows,
+        queries_by_kind: used_kinds,
+        ips: indexed_rows.unwrap_or(inserted) as f64 / secs,
+        dps: deleted as f64 / secs,
+        qps: queries as f64 / secs,
+        achieved_rate: achieved,
+        sla_ok: target.map(|t| achieved >= 0.95 * t as f64),
+        rate_percentiles: RatePercentiles {
+            ips: LowTail::of(&samples.ips),
+            dps: LowTail::of(&samples.dps),
+            qps: LowTail::of(&samples.qps),
+        },
+        latency: Latencies { insert: r.insert.summary(), delete: r.delete.summary(), query: r.query.summary() },
+        latency_us: Latency::of(&main.tally.latency),
+        histogram: metrics::encode_histogram(&main.tally.latency),
+        maxop_s: op_max(main) as f64 / 1e6,
+        error_count: errors.values().sum(),
+        errors,
+        error_samples: samples_err,
+        errors_by_op: ErrorsByOp {
+            insert: r.insert.error_count(),
+            delete: r.delete.error_count(),
+            query: r.query.error_count(),
+        },
+        client_cpu_user_s: out.cpu.0,
+        client_cpu_sys_s: out.cpu.1,
+        client_max_rss_kb: metrics::own_max_rss_kb(),
+        rows_after: out.rows_after,
+        sql: plan.sql(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options { clients: 2, rows: None, seconds: None, rate: None, only1t: false, seed: 1, no_delete: false }
+    }
+
+    #[test]
+    fn steps_parse() {
+        for s in STEPS {
+            assert!(Step::parse(s).is_some(), "{s}");
+        }
+        assert_eq!(Step::parse("qp500"), Some(Step::ReadWrite { mode: QueryMode::Point, rate: 500 }));
+        for bad in ["qr", "qr42", "qx100", "l.i3", ""] {
+            assert_eq!(Step::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn plans_follow_the_step_table() {
+        let p = Plan::new("l.i0", &Options { rows: Some(1000), ..opts() }).unwrap();
+        assert_eq!((p.rows_per_client, p.rows_per_commit, p.rate, p.deletes, p.query), (1000, 100, None, false, None));
+        assert_eq!(p.tables, 2);
+        let p = Plan::new("l.x", &opts()).unwrap();
+        assert_eq!((p.rows_per_client, p.rows_per_commit), (100, 100));
+        let p = Plan::new("l.i2", &Options { rows: Some(10), ..opts() }).unwrap();
+        assert_eq!((p.rows_per_commit, p.deletes), (5, true));
+        let p = Plan::new("qr100", &Options { seconds: Some(3), ..opts() }).unwrap();
+        assert_eq!((p.rows_per_client, p.rows_per_commit, p.rate), (300, 50, Some(100)));
+        assert_eq!(p.query, Some(QueryMode::Range));
+        let p = Plan::new("qp1000", &opts()).unwrap();
+        assert_eq!(p.rows_per_client, 1800 * 1000);
+        // A rate under 50 rows/s lowers the batch to one second's worth.
+        let p = Plan::new("qp100", &Options { rate: Some(20), seconds: Some(5), ..opts() }).unwrap();
+        assert_eq!((p.rows_per_client, p.rows_per_commit), (100, 20));
+        let p = Plan::new("qr500", &Options { only1t: true, no_delete: true, ..opts() }).unwrap();
+        assert_eq!((p.tables, p.deletes), (1, false));
+        assert_eq!((p.table_of(0), p.table_of(1)), ("pi1".to_string(), "pi1".to_string()));
+        assert_eq!(p.client(1).seed, 3);
+    }
+
+    #[test]
+    fn bad_options_are_one_sentence() {
+        let err = |step: &str, o: Options| Plan::new(step, &o).unwrap_err();
+        assert!(err("l.i9", opts()).starts_with("unknown step 'l.i9'; the steps are l.i0, l.x"));
+        assert_eq!(err("l.i0", Options { clients: 0, rows: Some(5), ..opts() }), "--clients must be at least 1");
+        assert_eq!(err("l.i0", Options { rows: Some(0), ..opts() }), "--rows must be at least 1 for l.i0");
+        assert_eq!(err("l.i1", opts()), "l.i1 needs --rows, the rows each client inserts");
+        assert_eq!(
+            err("qr100", Options { rate: Some(0), ..opts() }),
+            "--rate must be at least 1 row per second per client for qr100"
+        );
+        assert!(err("qp100", Options { rows: Some(5), seconds: Some(5), ..opts() }).contains("not both"));
+        assert!(err("l.x", Options { rate: Some(5), ..opts() }).contains("neither"));
+        assert!(err("l.i0", Options { rows: Some(5), seconds: Some(5), ..opts() }).contains("takes --rows"));
+    }
+}
