@@ -33,7 +33,7 @@ from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
 from dbsweep.installs import get_install
-from dbsweep.measure import Sampler
+from dbsweep.measure import Sampler, instructions
 from dbsweep.stepwatch import StepRun, StepWatch
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
@@ -43,12 +43,15 @@ from dbsweep.suites import IBENCH_SETUP, LOAD_STEP, SCAN_WARM_SECONDS, STEPS
 MAX_ERROR_RATE = 0.01
 
 
-def plan(study: Study) -> list[CellKey]:
-    """Every cell of the study, in the order they run."""
+def plan(study: Study, repeats: int | None = None, targets: set[str] | None = None) -> list[CellKey]:
+    """Every cell of the study, in the order they run: `repeats` rounds (the study's unless given), the
+    targets in alternating order (A B, B A, ...), optionally only some targets."""
     cells: list[CellKey] = []
-    for rep in range(1, study.repeats + 1):
+    for rep in range(1, (repeats or study.repeats) + 1):
         order = study.targets if rep % 2 == 1 else list(reversed(study.targets))
         for t in order:
+            if targets is not None and t.label not in targets:
+                continue
             if study.suite.name == "sysbench":
                 cells.append(CellKey(t.label, LOAD_STEP, 1, rep))
             for step in study.steps():
@@ -204,17 +207,18 @@ class Runner:
     def home(self, target: Target, rep: int) -> Path:
         return self.study.workspace_dir / "data" / self.study.title / target.slug / f"r{rep}"
 
-    def run(self, run_id: int) -> Outcome:
+    def run(self, run_id: int, repeats: int | None = None, targets: set[str] | None = None) -> Outcome:
         out = Outcome(run_id)
         status = self.store.statuses(run_id)
         todo: list[CellKey] = []
-        for key in plan(self.study):
+        for key in plan(self.study, repeats, targets):
             st = status.get(key)
             if st is None or (st[0] == "failed" and self.rerun_failed):
                 todo.append(key)
             elif st[0] == "failed":
                 out.skipped_failed += 1
-        if not todo:
+        counts = self._instructions_todo(run_id) if targets is None else {}
+        if not todo and not counts:
             return out
         groups: dict[tuple[int, str], list[CellKey]] = {}
         for key in todo:
@@ -222,7 +226,8 @@ class Runner:
         target_ids = self.store.target_ids(run_id)
         with self._progress() as progress:
             # Every build happens before any step runs: never benchmark while building.
-            prepared = {label: self._prepare(self.study.target(label), progress) for label in {k.target for k in todo}}
+            labels = {k.target for k in todo} | set(counts)
+            prepared = {label: self._prepare(self.study.target(label), progress) for label in sorted(labels)}
         with self._progress() as progress:
             overall = progress.add_task("cells", total=len(todo), unit="cells")
             for (rep, label), keys in groups.items():
@@ -232,7 +237,69 @@ class Runner:
                     self._fail_all(keys, target_ids[label], ready, out, progress, overall)
                     continue
                 self._run_group(target, ready, rep, keys, target_ids[label], out, progress, overall)
+        if counts:
+            self._count_instructions(run_id, counts, prepared, target_ids)
         return out
+
+    def _instructions_todo(self, run_id: int) -> dict[str, list[str]]:
+        """target -> the steps whose instructions per operation are still to count (measure.instructions)."""
+        if not self.study.measure.instructions or self.study.suite.name != "sysbench":
+            return {}
+        have = self.store.instruction_counts(run_id)
+        steps = [st for st in self.study.steps() if STEPS[st].duration == "read" and STEPS[st].group != "warm"]
+        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self.study.targets}
+        return {t: sts for t, sts in todo.items() if sts}
+
+    def _count_instructions(
+        self, run_id: int, todo: dict[str, list[str]], prepared: dict[str, Prepared | str], target_ids: dict[str, int]
+    ) -> None:
+        """The valgrind pass: one client per step, on a freshly loaded copy of the tables, after every
+        timed cell (valgrind's CPU load must not overlap a measured step). Each (workload, range) is
+        counted once per target; the .pre and plain forms of a step share it."""
+        s, m = self.study.suite, self.study.measure
+        total = sum(len(v) for v in todo.values())
+        with self._progress() as progress:
+            task = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
+            for label, steps in todo.items():
+                ready = prepared[label]
+                target = self.study.target(label)
+                done: dict[tuple[str, int], tuple[dict[str, Any], str | None]] = {}
+                for step in steps:
+                    spec = STEPS[step]
+                    key = (spec.workload, spec.range)
+                    if key not in done:
+                        progress.update(task, description=f"instructions: {label} {step}")
+                        done[key] = self._count_one(ready, target, spec.workload, spec.range, s, m.instruction_seconds)
+                    data, error = done[key]
+                    self.store.write_instructions(run_id, target_ids[label], step, data, error)
+                    if error:
+                        progress.console.print(f"[yellow]{label} {step}: instructions not counted: {error}[/yellow]")
+                    progress.advance(task)
+                if not self.keep_data:
+                    shutil.rmtree(self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind", True)
+
+    def _count_one(
+        self, ready: Prepared | str, target: Target, workload: str, rng: int, s: Any, seconds: int
+    ) -> tuple[dict[str, Any], str | None]:
+        if isinstance(ready, str):
+            return {}, ready
+        home = self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
+        try:
+            count = instructions.instructions_per_op(
+                ready.install,
+                ready.config_text,
+                home,
+                workload=workload,
+                tables=s.tables,
+                rows=s.rows,
+                range_=rng,
+                short_seconds=seconds,
+                long_seconds=3 * seconds,
+                prepared=s.prepared,
+            )
+        except DbsweepError as e:
+            return {}, str(e)
+        return count.to_dict(), None
 
     def _progress(self) -> Progress:
         return Progress(

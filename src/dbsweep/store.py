@@ -143,6 +143,19 @@ CREATE TABLE IF NOT EXISTS host_samples (
     data TEXT NOT NULL,
     PRIMARY KEY (cell_id, t)
 );
+-- Instructions per operation of the serving backend under valgrind, per target and step (deterministic,
+-- so measured once per run); the per-query figure is also copied into per_op as instructions/o.
+CREATE TABLE IF NOT EXISTS instructions (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    step TEXT NOT NULL,
+    per_event REAL,
+    per_query REAL,
+    spread REAL,
+    error TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, target_id, step)
+);
 -- The server's statistics views after the step (pg_stat_database, pg_stat_io, ...).
 CREATE TABLE IF NOT EXISTS server_stats (
     cell_id INTEGER NOT NULL REFERENCES cells(id),
@@ -394,6 +407,43 @@ class Store:
                         (cell_id, view, json.dumps(data, default=str)),
                     )
         return cell_id
+
+    def write_instructions(
+        self, run_id: int, target_id: int, step: str, data: dict[str, Any], error: str | None = None
+    ) -> None:
+        """One target's instruction count for a step, and instructions/o on that step's 1-client cells."""
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO instructions (run_id, target_id, step, per_event, per_query, spread, error, "
+                "data) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    target_id,
+                    step,
+                    data.get("per_event"),
+                    data.get("per_query"),
+                    data.get("spread"),
+                    error,
+                    json.dumps(data),
+                ),
+            )
+            if error is None:
+                db.execute(
+                    "INSERT OR REPLACE INTO per_op (cell_id, metric, value) SELECT id, 'instructions/o', ? FROM cells "
+                    "WHERE run_id = ? AND target_id = ? AND step = ? AND clients = 1 AND status = 'done'",
+                    (data["per_query"], run_id, target_id, step),
+                )
+
+    def instruction_counts(self, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
+        """(target, step) -> per_event, per_query, spread, error."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for name, step, per_event, per_query, spread, error in self.db.execute(
+            "SELECT t.name, i.step, i.per_event, i.per_query, i.spread, i.error FROM instructions i "
+            "JOIN targets t ON t.id = i.target_id WHERE i.run_id = ?",
+            (run_id,),
+        ):
+            out[(name, step)] = {"per_event": per_event, "per_query": per_query, "spread": spread, "error": error}
+        return out
 
     def per_op(self, run_id: int) -> dict[int, dict[str, float | None]]:
         """cell id -> metric -> value, for the done cells of a run."""
