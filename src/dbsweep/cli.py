@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from dbsweep import __version__, procs
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.store import Store
 from dbsweep.study import Study, load_study
+
+if TYPE_CHECKING:
+    from dbsweep.runner import Outcome, Runner
 
 app = typer.Typer(
     name="dbsweep",
@@ -94,6 +97,14 @@ def run(
     keep_data: Annotated[
         bool, typer.Option("--keep-data", help="Keep data directories after their cells are done.")
     ] = False,
+    until_decided: Annotated[
+        bool,
+        typer.Option(
+            "--until-decided",
+            help="Then add interleaved repetitions (two rounds at a time, base and the undecided targets) while "
+            "any cell's verdict is unsure, up to measure.max_repeats.",
+        ),
+    ] = False,
 ) -> None:
     """Run the cells of a study that have no result yet, then print the report."""
     from dbsweep.report import data as report_data
@@ -106,7 +117,10 @@ def run(
         run_id = open_run(s, store, fresh)
         try:
             with procs.cleanup_on_exit():
-                outcome = Runner(s, store, console, rerun_failed=rerun_failed, keep_data=keep_data).run(run_id)
+                runner = Runner(s, store, console, rerun_failed=rerun_failed, keep_data=keep_data)
+                outcome = runner.run(run_id)
+                if until_decided:
+                    _until_decided(s, store, runner, outcome)
         except KeyboardInterrupt:
             err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
             raise typer.Exit(130) from None
@@ -124,6 +138,32 @@ def run(
             raise typer.Exit(1)
     finally:
         store.close()
+
+
+def _until_decided(s: Study, store: Store, runner: Runner, outcome: Outcome) -> None:
+    from dbsweep.verdicts import unsure_targets
+
+    while True:
+        rows = store.results(outcome.run_id)
+        unsure = unsure_targets(s, rows)
+        reps = max([s.repeats, *(int(r["repetition"]) for r in rows)])
+        if not unsure:
+            console.print(f"Every verdict is decided after {reps} repetitions.")
+            return
+        if reps >= s.measure.max_repeats:
+            console.print(
+                f"[yellow]Still unsure after {reps} repetitions (measure.max_repeats): "
+                f"{', '.join(sorted(unsure))}.[/yellow]"
+            )
+            return
+        more = min(reps + 2, s.measure.max_repeats)
+        console.print(f"Unsure: {', '.join(sorted(unsure))}; adding repetitions {reps + 1}..{more}.")
+        extra = runner.run(outcome.run_id, repeats=more, targets=unsure | {s.base})
+        outcome.done += extra.done
+        outcome.failed += extra.failed
+        outcome.failures += extra.failures
+        if extra.done == 0:
+            return  # nothing could run (every new cell failed before): stop rather than loop
 
 
 @app.command()

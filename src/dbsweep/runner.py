@@ -199,6 +199,8 @@ class Runner:
         self.user = postgres.server_user()
         self.host = host_facts(study.workspace_dir)
         self.load_version = loadclient.version()
+        self.repeats: int | None = None  # set per call of run(): extra rounds of --until-decided
+        self.only: set[str] | None = None
         try:
             self.cpus = placement.plan(study.measure.placement)
         except ValueError as e:
@@ -209,6 +211,7 @@ class Runner:
 
     def run(self, run_id: int, repeats: int | None = None, targets: set[str] | None = None) -> Outcome:
         out = Outcome(run_id)
+        self.repeats, self.only = repeats, targets
         status = self.store.statuses(run_id)
         todo: list[CellKey] = []
         for key in plan(self.study, repeats, targets):
@@ -452,7 +455,7 @@ class Runner:
             server.stop()
         all_done = all(
             self.store.statuses(out.run_id).get(k, ("",))[0] == "done"
-            for k in plan(self.study)
+            for k in plan(self.study, self.repeats, self.only)
             if k.target == target.label and k.repetition == rep
         )
         if all_done and not self.keep_data:
@@ -464,7 +467,9 @@ class Runner:
         """None when the data directory already holds the state the first cell to run expects; else
         the finished setup cells to run again (unrecorded) on a fresh one. A setup step that is itself
         to run always starts from a fresh data directory: a resume never builds on half a load."""
-        group = [k for k in plan(self.study) if k.target == target.label and k.repetition == rep]
+        group = [
+            k for k in plan(self.study, self.repeats, self.only) if k.target == target.label and k.repetition == rep
+        ]
         first = group.index(keys[0])
         setup = setup_steps(self.study)
         before = [k for k in group[:first] if k.step in setup]
