@@ -167,6 +167,92 @@ def _until_decided(s: Study, store: Store, runner: Runner, outcome: Outcome) -> 
 
 
 @app.command()
+def calibrate(
+    study: StudyArg,
+    workspace: WorkspaceOpt = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="The target to copy (default: the base).")
+    ] = None,
+    steps: Annotated[str | None, typer.Option("--steps", help="Comma-separated steps (default: the study's).")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", "-n", min=2, help="Rounds of A B / B A.")] = 6,
+    placement: Annotated[
+        str | None, typer.Option("--placement", help="Override measure.placement: none, same or split.")
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start a new calibration run.")] = False,
+) -> None:
+    """Run one target against itself (two copies, interleaved) and report this machine's noise per step:
+    CV of QPS and cpu/o, the A-A verdicts and their false-positive rate, and the smallest detectable effect."""
+    from dbsweep import calibrate as cal
+    from dbsweep.placement import PLACEMENTS
+    from dbsweep.runner import Runner, open_run
+    from dbsweep.suites import canonical
+
+    s = _study(study, workspace)
+    if placement is not None and placement not in PLACEMENTS:
+        raise DbsweepError(f"--placement: {placement!r} is not one of {', '.join(PLACEMENTS)}")
+    try:
+        chosen = s.target(target or s.base)
+    except KeyError:
+        raise DbsweepError(f"no target {target!r} in {study}; have: {', '.join(t.label for t in s.targets)}") from None
+    step_list: list[str] | None = None
+    if steps:
+        step_list = []
+        for name in (x.strip() for x in steps.split(",") if x.strip()):
+            full = canonical(name, s.suite.name)
+            if full is None:
+                raise DbsweepError(f"--steps: {name!r} is not a {s.suite.name} step")
+            step_list.append(full)
+    c = cal.copies(s, chosen, step_list, repeats, placement)
+    store = _open_store(c, must_exist=False)
+    try:
+        run_id = open_run(c, store, fresh)
+        try:
+            with procs.cleanup_on_exit():
+                outcome = Runner(c, store, console).run(run_id)
+        except KeyboardInterrupt:
+            err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
+            raise typer.Exit(130) from None
+        console.print(f"Calibration run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+        noise = cal.analyse(c, store, run_id)
+    finally:
+        store.close()
+    table = Table(
+        title=f"A-A calibration of {chosen.label} ({c.repeats} rounds, placement {c.measure.placement}, "
+        f"minimum effect {c.measure.min_effect:.1%})",
+        title_justify="left",
+    )
+    for col in ("step", "clients", "n", "QPS", "CV QPS", "CV cpu/o", "verdict QPS", "verdict cpu/o", "MDE QPS"):
+        table.add_column(col, justify="left" if col.startswith(("step", "verdict")) else "right")
+    table.add_column("MDE cpu/o", justify="right")
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
+    for n in noise:
+        table.add_row(
+            n.step,
+            str(n.clients),
+            str(n.n),
+            f"{n.qps:,.0f}",
+            pct(n.cv_qps),
+            pct(n.cv_cpu),
+            n.verdict_qps,
+            n.verdict_cpu,
+            pct(n.mde_qps),
+            pct(n.mde_cpu),
+        )
+    console.print(table)
+    rate, count = cal.false_positive_rate(noise)
+    if rate is not None:
+        colour = "green" if rate <= 0.05 else "red"
+        console.print(
+            f"A-A false-positive rate: [{colour}]{rate:.1%}[/{colour}] of {count} verdicts (QPS and cpu/o, after "
+            "2, 3, ... rounds) came out faster or slower; the rest same or unsure. MDE = smallest change the "
+            f"verdict detects with {c.repeats} rounds (80 % power)."
+        )
+
+
+@app.command()
 def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
     """Show which cells are done, failed or pending."""
     from dbsweep.runner import plan
@@ -198,21 +284,100 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
         store.close()
 
 
-@app.command()
-def report(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
-    """Print QPS per target and step and QPS relative to the base."""
-    from dbsweep.report import data as report_data
-    from dbsweep.report import terminal
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format", "-f", help="terminal, html, markdown, csv or json.", case_sensitive=False, show_default=True
+    ),
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", "-o", help="Write to this file (html without --out: STUDY-run-N.html here)."),
+]
 
+
+def _latest_run(s: Study, store: Store, path: Path) -> int:
+    latest = store.latest_run(s.title)
+    if latest is None:
+        raise DbsweepError(f"no runs of {s.title} in {store.path}; run `dbsweep run {path}` first.")
+    return latest[0]
+
+
+def _written(path: Path | None) -> None:
+    if path is not None:
+        err.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def report(
+    study: StudyArg,
+    workspace: WorkspaceOpt = None,
+    format: FormatOpt = "terminal",
+    out: OutOpt = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="The run to report (default: the latest).")] = None,
+) -> None:
+    """Report a study's results: QPS and rQPS with verdicts, group summaries, cost per operation, provenance."""
+    from dbsweep.report import data as report_data
+    from dbsweep.report.output import emit, parse_format
+
+    fmt = parse_format(format)
     s = _study(study, workspace)
     store = _open_store(s, must_exist=True)
     try:
-        latest = store.latest_run(s.title)
-        if latest is None:
-            raise DbsweepError(f"no runs of {s.title} in {store.path}; run `dbsweep run {study}` first.")
-        terminal.render(report_data.gather(s, store, latest[0]), console)
+        rid = run_id if run_id is not None else _latest_run(s, store, study)
+        if not store.target_ids(rid):
+            raise DbsweepError(f"no run {rid} of {s.title} in {store.path}")
+        data = report_data.gather(s, store, rid, series=fmt == "html")
+        _written(emit(data, fmt, out, console))
     finally:
         store.close()
+
+
+@app.command()
+def compare(
+    study_a: Annotated[Path, typer.Argument(help="The study whose base is the base.", show_default=False)],
+    study_b: Annotated[
+        Path | None, typer.Argument(help="A second study: its targets are compared with A's base.", show_default=False)
+    ] = None,
+    targets: Annotated[
+        tuple[str, str] | None,
+        typer.Option("--targets", help="Two targets of STUDY_A instead: BASE OTHER.", show_default=False),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    format: FormatOpt = "terminal",
+    out: OutOpt = None,
+) -> None:
+    """Compare the latest runs of two studies, or two targets of one study (--targets BASE OTHER)."""
+    from dbsweep.report import data as report_data
+    from dbsweep.report.output import emit, parse_format
+
+    fmt = parse_format(format)
+    if (study_b is None) == (targets is None):
+        raise DbsweepError("give a second study, or --targets BASE OTHER for two targets of one study")
+    a = _study(study_a, workspace)
+    store_a = _open_store(a, must_exist=True)
+    try:
+        run_a = _latest_run(a, store_a, study_a)
+        if targets is not None:
+            try:
+                data = report_data.compare_targets(a, store_a, run_a, targets[0], targets[1], series=fmt == "html")
+            except KeyError as e:
+                have = ", ".join(t.label for t in a.targets)
+                raise DbsweepError(f"--targets: no target {e.args[0]!r} in {study_a}; have: {have}") from None
+        else:
+            assert study_b is not None
+            b = _study(study_b, workspace)
+            store_b = _open_store(b, must_exist=True)
+            try:
+                run_b = _latest_run(b, store_b, study_b)
+                data = report_data.compare_runs(a, store_a, run_a, b, store_b, run_b, series=fmt == "html")
+            except ValueError as e:
+                raise DbsweepError(str(e)) from None
+            finally:
+                store_b.close()
+        _written(emit(data, fmt, out, console))
+    finally:
+        store_a.close()
 
 
 @app.command()
