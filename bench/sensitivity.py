@@ -28,7 +28,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dbsweep import paths
 from dbsweep.engines import postgres
 from dbsweep.measure import instructions
 from dbsweep.runner import store_path
@@ -107,7 +106,7 @@ def patched_source(ws: Path) -> Path:
 def configs_dir(ws: Path, spins: dict[str, int]) -> Path:
     d = ws / "configs" / "postgres"
     d.mkdir(parents=True, exist_ok=True)
-    base = (paths.configs_root() / "postgres" / "cx10a_c2r24.conf").read_text()
+    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
     for name, spin in spins.items():
         (d / f"spin_{name}.conf").write_text(
             f"# sensitivity: cx10a plus an injected cost\n{base}\ndbsweep.spin = {spin}\n"
@@ -117,7 +116,7 @@ def configs_dir(ws: Path, spins: dict[str, int]) -> Path:
 
 def per_iteration(install: postgres.Install, ws: Path) -> tuple[float, float]:
     """Instructions per point query at spin 0, and per spin iteration (from spin 2000)."""
-    base = (paths.configs_root() / "postgres" / "cx10a_c2r24.conf").read_text()
+    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
     counts = []
     for spin in (0, 2000):
         c = instructions.instructions_per_op(
@@ -141,7 +140,9 @@ def main() -> None:
     ws.mkdir(parents=True, exist_ok=True)
     ws.chmod(0o755)
     src = patched_source(ws)
-    env = {**os.environ, "DBSWEEP_CONFIGS": str(configs_dir(ws, {"0": 0}))}
+    # The study's configs live in the workspace; this process reads them too (load_study).
+    os.environ["DBSWEEP_CONFIGS"] = str(configs_dir(ws, {"0": 0}))
+    env = dict(os.environ)
     # Build first (never while measuring), with a throwaway study naming only the source.
     probe = Path(tempfile.mkdtemp()) / "probe.toml"
     probe.write_text(
@@ -160,7 +161,7 @@ def main() -> None:
     q0, per_iter = per_iteration(install, ws)
     spins = {"0": 0, "2": round(0.02 * q0 / per_iter), "5": round(0.05 * q0 / per_iter)}
     print(f"{per_iter:.2f} instructions per spin iteration; spins: 2 % = {spins['2']}, 5 % = {spins['5']}")
-    env["DBSWEEP_CONFIGS"] = str(configs_dir(ws, spins))
+    os.environ["DBSWEEP_CONFIGS"] = env["DBSWEEP_CONFIGS"] = str(configs_dir(ws, spins))
     targets = "".join(
         f'[[targets]]\nname = "{name}"\nsource = "dir:{src}"\nconfig = "spin_{spin}"\n\n'
         for name, spin in (("base", "0"), ("aa", "0"), ("inj2", "2"), ("inj5", "5"))

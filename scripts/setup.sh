@@ -21,6 +21,7 @@ packages=(
   procps psmisc                                                 # process inspection in tests
   sysbench                                                      # the reference the load client is checked against
   valgrind                                                      # instruction counts per operation
+  chromium fonts-dejavu-core                                    # the HTML report's test renders it headless
 )
 missing=()
 for p in "${packages[@]}"; do

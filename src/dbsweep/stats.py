@@ -5,14 +5,15 @@ median), a 95 % confidence interval for that ratio from the repetitions, and a v
 `slower` means the interval excludes "no change" *and* the change is at least the minimum effect
 (default 2 %). `same` means there is no change worth reporting: either a real change smaller than the
 minimum effect, or an interval that includes "no change" while the measured change is under the
-minimum effect or the whole interval lies within ± the minimum effect. For metrics where lower is
+minimum effect (and the interval is not so wide, beyond 0.8 to 1.25, that it shows nothing) or the whole
+interval lies within ± the minimum effect. For metrics where lower is
 better (cpu/o and other per-operation costs) the direction flips: a ratio below 1 is `faster`.
 
-`unsure` means the data cannot decide: fewer than two repetitions on a side, or an interval that
-includes "no change" while the measured change is larger than the minimum effect. It looks like a
-change but is not shown to be one; more repetitions would decide. Comparing a target against itself
-labels at most about 5 % of steps `faster` or `slower` (the interval's error rate), usually fewer,
-because the minimum effect gates them too.
+`unsure` means the data cannot decide: fewer than two repetitions on a side, an interval that includes
+"no change" while the measured change is larger than the minimum effect, or one too wide to say
+anything. It looks like a change, or could be one, but is not shown; more repetitions would decide.
+Comparing a target against itself labels at most about 5 % of steps `faster` or `slower` (the
+interval's error rate), usually fewer, because the minimum effect gates them too.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 from scipy import special
-from scipy import stats as sps
 
 # rQPS colour thresholds, as in the seeds' reports.
 SLOWER_AT = 0.95
@@ -152,6 +152,9 @@ def _bca_median(b: FloatArray, t: FloatArray, confidence: float, seed: int, resa
     with warnings.catch_warnings():
         # Ties can make BCa degenerate; that shows up as NaN and is handled by the caller.
         warnings.simplefilter("ignore")
+        # Imported here: scipy.stats costs seconds of start-up that every other command would pay.
+        from scipy import stats as sps
+
         res = sps.bootstrap(
             (b, t),
             _median_ratio,
@@ -225,6 +228,11 @@ def ratio_ci(
     return RatioCI(ratio, est, min(low, est), max(high, est), confidence, method, int(b.size), int(t.size))
 
 
+# An interval wider than this says too little to call a step `same`, whatever its centre: with two
+# repetitions on a noisy machine it can span 0.5 to 2.
+SAME_WITHIN: Final = (0.8, 1.25)
+
+
 def verdict(ci: RatioCI | None, min_effect: float = 0.02, higher_is_better: bool = True) -> Verdict:
     """`faster`, `slower`, `same` or `unsure` for a ratio and its interval (see the module docstring).
 
@@ -240,7 +248,9 @@ def verdict(ci: RatioCI | None, min_effect: float = 0.02, higher_is_better: bool
             return "same"  # real, but smaller than anyone should care about
         went_up = low > 1.0
         return "faster" if went_up == higher_is_better else "slower"
-    if effect < min_effect or (low >= 1.0 - min_effect and high <= 1.0 + min_effect):
+    if low >= 1.0 - min_effect and high <= 1.0 + min_effect:
+        return "same"  # shown to be within the minimum effect
+    if effect < min_effect and low >= SAME_WITHIN[0] and high <= SAME_WITHIN[1]:
         return "same"
     return "unsure"
 

@@ -1,0 +1,222 @@
+"""CSV and JSON: one flat row per target x step x clients with every number the other reports show.
+
+Column names are stable snake_case (documented in README.md, "Reports"); a per-operation metric `m/o`
+becomes `m_per_op` and its ratio to the base `m_per_op_ratio`. The method's metrics always have
+columns, empty when a run has none; other stored metrics are appended after the fixed columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Any, TextIO
+
+from dbsweep import __version__
+from dbsweep.report.data import (
+    IBENCH_OPS,
+    PER_OP_ORDER,
+    VERDICT_METRIC,
+    Cell,
+    Comparison,
+    ReportData,
+    Row,
+    cell_max_us,
+    config_change,
+)
+from dbsweep.suites import GROUPS
+
+
+def column_name(metric: str) -> str:
+    """`cpu/o` -> `cpu_per_op`, `rKB/o` -> `rkb_per_op`: a metric's name as a column name."""
+    m = metric.lower().replace("/o", "_per_op").replace("/s", "_per_s").replace("/", "_per_")
+    return re.sub(r"[^a-z0-9]+", "_", m).strip("_")
+
+
+HEAD = [
+    "study",
+    "run_id",
+    "base",
+    "target",
+    "is_base",
+    "step",
+    "group",
+    "clients",
+    "ops_name",
+    "n_reps",
+    "n_failed",
+    "qps_median",
+    "qps_min",
+    "qps_max",
+    "qps_cv",
+    "tps_median",
+    "rqps",
+    "rqps_ci_low",
+    "rqps_ci_high",
+    "rqps_ci_method",
+    "verdict",
+    "lat_p50_us",
+    "lat_p95_us",
+    "lat_p99_us",
+    "lat_max_us",
+    "lat_mean_us",
+]
+IBENCH = [
+    "ips",
+    "dps",
+    "achieved_rate",
+    "target_rate",
+    "sla_ok",
+    *[f"max_{op}_us" for op in IBENCH_OPS],
+]
+
+
+def _metric_columns(metric: str) -> list[str]:
+    name = column_name(metric)
+    cols = [name, f"{name}_ratio"]
+    if metric == VERDICT_METRIC:
+        cols += [f"{name}_ci_low", f"{name}_ci_high", f"{name}_verdict"]
+    return cols
+
+
+def columns(data: ReportData) -> list[str]:
+    """Every column, in order: the fixed ones, then any metric beyond the method's."""
+    fixed = [c for m in PER_OP_ORDER for c in _metric_columns(m)]
+    extra = [c for m in data.per_op_metrics if m not in PER_OP_ORDER for c in _metric_columns(m)]
+    return [*HEAD, *fixed, *IBENCH, *extra]
+
+
+def _clean(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None
+
+
+def _comparison(prefix: str, c: Comparison | None) -> dict[str, Any]:
+    return {
+        f"{prefix}_ci_low": c.low if c else None,
+        f"{prefix}_ci_high": c.high if c else None,
+        f"{prefix}_verdict" if prefix != "rqps" else "verdict": c.verdict if c else None,
+    }
+
+
+def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
+    c: Cell = row.cells[target]
+    is_base = target == data.base
+    cmp = None if is_base else row.cmp[target]
+    out: dict[str, Any] = {
+        "study": data.title,
+        "run_id": data.run_id,
+        "base": data.base,
+        "target": target,
+        "is_base": is_base,
+        "step": row.step,
+        "group": row.group,
+        "clients": row.clients,
+        "ops_name": row.ops_name,
+        "n_reps": len(c.reps),
+        "n_failed": c.failed,
+        "qps_median": c.median,
+        "qps_min": min(c.values) if c.values else None,
+        "qps_max": max(c.values) if c.values else None,
+        "qps_cv": c.cv,
+        "tps_median": c.tps_median,
+        "rqps": row.rel[target],
+        "rqps_ci_method": cmp.method if cmp and cmp.low is not None else None,
+        **_comparison("rqps", cmp),
+        **{f"lat_{k}_us": c.latency_median(k) for k in ("p50", "p95", "p99", "max", "mean")},
+    }
+    for m in [*PER_OP_ORDER, *[m for m in data.per_op_metrics if m not in PER_OP_ORDER]]:
+        name = column_name(m)
+        out[name] = c.per_op_median(m)
+        if is_base:
+            out[f"{name}_ratio"] = 1.0 if out[name] else None
+        else:
+            out[f"{name}_ratio"] = row.cost_ratio[target].get(m)
+        if m == VERDICT_METRIC:
+            out.update(_comparison(name, None if is_base else row.cost_cmp[target]))
+    for key in ("ips", "dps", "achieved_rate", "target_rate"):
+        out[key] = c.summary_median(key)
+    out["sla_ok"] = c.sla_ok
+    for op in IBENCH_OPS:
+        out[f"max_{op}_us"] = cell_max_us(c, op)
+    return {k: _clean(v) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def records(data: ReportData) -> list[dict[str, Any]]:
+    """One dict per target x step x clients, keys in `columns(data)` order."""
+    cols = columns(data)
+    return [{k: rec.get(k) for k in cols} for row in data.rows for t in data.ordered for rec in [record(data, row, t)]]
+
+
+def write_csv(data: ReportData, out: TextIO) -> None:
+    # Floats are written with repr, so reading the file back gives the very same numbers.
+    w = csv.DictWriter(out, fieldnames=columns(data), lineterminator="\n")
+    w.writeheader()
+    for rec in records(data):
+        w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
+
+
+def to_csv(data: ReportData) -> str:
+    buf = io.StringIO()
+    write_csv(data, buf)
+    return buf.getvalue()
+
+
+def groups(data: ReportData) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": g.group,
+            "group_title": GROUPS[g.group],
+            "clients": g.clients,
+            "target": g.target,
+            "n": g.summary.n,
+            "min": g.summary.min,
+            "max": g.summary.max,
+            "mean": g.summary.mean,
+            "median": g.summary.median,
+            "stddev": g.summary.stddev,
+            "geomean": _clean(g.geomean),
+            **g.verdicts,
+        }
+        for g in data.groups
+    ]
+
+
+def provenance(data: ReportData) -> dict[str, Any]:
+    base = data.provenance.get(data.base)
+    return {
+        t: {
+            "facts": dict(p.facts()),
+            "config": p.config_name,
+            "config_diff": p.config_diff,
+            "config_change_from_base": config_change(base, p),
+            "build": p.build,
+            "record": p.data,
+        }
+        for t, p in data.provenance.items()
+    }
+
+
+def to_json_obj(data: ReportData) -> dict[str, Any]:
+    return {
+        "study": data.title,
+        "run_id": data.run_id,
+        "runs": data.runs,
+        "suite": data.suite,
+        "base": data.base,
+        "targets": data.targets,
+        "confidence": data.confidence,
+        "min_effect": data.min_effect,
+        "dbsweep_version": __version__,
+        "notes": data.notes,
+        "columns": columns(data),
+        "rows": records(data),
+        "groups": groups(data),
+        "provenance": provenance(data),
+    }
+
+
+def to_json(data: ReportData) -> str:
+    # allow_nan=False: a NaN would make the file unreadable to strict JSON parsers; they are None here.
+    return json.dumps(to_json_obj(data), indent=1, allow_nan=False, default=str) + "\n"

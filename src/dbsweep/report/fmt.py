@@ -1,0 +1,115 @@
+"""Number and label formatting shared by the report formats, so every format shows the same text."""
+
+from __future__ import annotations
+
+import math
+
+from dbsweep import stats
+from dbsweep.report.data import Comparison, ReportData
+from dbsweep.suites import GROUPS
+
+DASH = "-"
+
+
+def num(v: float | None) -> str:
+    """Throughput: thousands separated above 100, two decimals below."""
+    if v is None or not math.isfinite(v):
+        return DASH
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
+
+
+def plain(v: float | None) -> str:
+    """Throughput without separators, for the seeds' plain-text tables."""
+    if v is None or not math.isfinite(v):
+        return DASH
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.2f}"
+
+
+def ratio(v: float | None) -> str:
+    return DASH if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def cost(v: float | None) -> str:
+    """A per-operation cost: three significant digits (values range from 1e-4 to 1e4)."""
+    if v is None or not math.isfinite(v):
+        return DASH
+    if v == 0:
+        return "0"
+    return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.1e}"
+
+
+def pct(v: float | None, digits: int = 1) -> str:
+    return DASH if v is None or not math.isfinite(v) else f"{v * 100:.{digits}f}%"
+
+
+def _bound(v: float) -> str:
+    # Intervals from two repetitions can be enormous; keep them short rather than precise.
+    if v >= 100:
+        return f"{v:.0f}"
+    return f"{v:.2f}"
+
+
+def ci(c: Comparison) -> str:
+    """The interval as `low-high`, or `-` when there is none."""
+    if c.low is None or c.high is None:
+        return DASH
+    return f"{_bound(c.low)}-{_bound(c.high)}"
+
+
+def verdict(c: Comparison) -> str:
+    return c.verdict or DASH
+
+
+def cost_colour(r: float | None) -> str:
+    """Colour of a per-operation cost ratio: more cost is worse, so it is coloured as 1/ratio."""
+    return stats.colour(1 / r if r else None)
+
+
+def group_title(group: str, clients: int, data: ReportData) -> str:
+    title = GROUPS[group]
+    if len(data.client_counts) > 1 and group != "load":
+        title += f", {clients} client{'s' if clients != 1 else ''}"
+    return title
+
+
+def short_step(step: str) -> str:
+    """The seeds' edited tables drop the default range suffix."""
+    return step.removesuffix("_range=100")
+
+
+def legend(data: ReportData) -> dict[str, str]:
+    """Column headings: `col-N` for the other targets, as in the seeds; the base is `base`."""
+    out = {data.base: "base"}
+    out.update({t: f"col-{i}" for i, t in enumerate(data.others, 1)})
+    return out
+
+
+def ms(us: float | None) -> str:
+    """A response time given in µs, shown in ms."""
+    if us is None or not math.isfinite(us):
+        return DASH
+    v = us / 1000
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def column_styles(values: dict[str, float | None], failed: dict[str, bool]) -> dict[str, str]:
+    """The method's per-column colours of the absolute table (methodology 4.1): "red" near the column's
+    minimum (unless the column is tight), "green" near the maximum of the rows that met their SLA, "grey"
+    for SLA failures."""
+    present = [v for v in values.values() if v is not None]
+    passing = [v for t, v in values.items() if v is not None and not failed[t]]
+    if not present:
+        return {}
+    lo, hi = min(present), max(passing or present)
+    gap = hi - lo
+    out: dict[str, str] = {}
+    for t, v in values.items():
+        if v is None:
+            continue
+        if v <= lo + 0.25 * gap and lo < 0.8 * hi:
+            out[t] = "red"
+        elif failed[t]:
+            out[t] = "grey"
+        elif v >= hi - 0.25 * gap and gap > 0:
+            out[t] = "green"
+    return out
