@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -136,3 +137,9 @@ def dbsweep(*args: str | Path, check: bool = True, timeout: float = 600) -> subp
     if check and r.returncode != 0:
         raise AssertionError(f"dbsweep {args} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     return r
+
+
+def interruptible() -> None:
+    """preexec_fn for a child the test will Ctrl-C: a shell that started the tests in the background
+    made SIGINT ignored, and children inherit that; a user's Ctrl-C reaches a foreground dbsweep."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

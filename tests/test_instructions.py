@@ -20,7 +20,7 @@ from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op, read_ir, unrunnable_flags
 
-from .conftest import ROOT, processes_under, wait_no_processes
+from .conftest import ROOT, interruptible, processes_under, wait_no_processes
 
 CONFIG = "shared_buffers=128MB\n"
 ROWS = 10000
@@ -177,6 +177,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdout is not None

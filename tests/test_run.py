@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from .conftest import DBSWEEP, ROOT, dbsweep, processes_under, wait_no_processes, write_study
+from .conftest import DBSWEEP, ROOT, dbsweep, interruptible, processes_under, wait_no_processes, write_study
 
 
 def _db(study_dir: Path) -> sqlite3.Connection:
@@ -80,7 +80,12 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
 
 def _start_run(study: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*DBSWEEP, "run", str(study)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*DBSWEEP, "run", str(study)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=interruptible,
     )
 
 
