@@ -28,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dbsweep.calibrate import first_rounds
 from dbsweep.engines import postgres
 from dbsweep.measure import instructions
 from dbsweep.runner import store_path
@@ -208,9 +209,11 @@ def report(study: object, seconds: int) -> None:
             t_q, t_c = qps.get((t, step, 1), {}), cpu.get((t, step, 1), {})
             line_q, line_c = [], []
             for k in range(2, min(len(b_q), len(t_q)) + 1):
-                line_q.append(judge(_first(b_q, k), _first(t_q, k), study).verdict)
+                line_q.append(judge(first_rounds(b_q, k), first_rounds(t_q, k), study).verdict)
                 if b_c and t_c:
-                    line_c.append(judge(_first(b_c, k), _first(t_c, k), study, higher_is_better=False).verdict)
+                    line_c.append(
+                        judge(first_rounds(b_c, k), first_rounds(t_c, k), study, higher_is_better=False).verdict
+                    )
             t_i = counts.get((t, step), {}).get("per_query")
             ins = ""
             if b_i and t_i:
@@ -224,10 +227,6 @@ def report(study: object, seconds: int) -> None:
             if first is not None:
                 print(f"{'':24} {'':5}             QPS settled after {first} rounds (~{first * round_minutes:.0f} min)")
     store.close()
-
-
-def _first(values: dict[int, float], rounds: int) -> dict[int, float]:
-    return {r: v for r, v in values.items() if r <= rounds}
 
 
 def _settled(verdicts: list[str], want: str) -> int | None:

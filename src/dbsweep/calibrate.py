@@ -57,7 +57,8 @@ def _cv(a: dict[int, float], b: dict[int, float]) -> float | None:
     return statistics.fmean(cvs) if cvs else None
 
 
-def _prefix(values: dict[int, float], n: int) -> dict[int, float]:
+def first_rounds(values: dict[int, float], n: int) -> dict[int, float]:
+    """The values of rounds 1..n: what the verdict would have seen after n rounds."""
     return {r: v for r, v in values.items() if r <= n}
 
 
@@ -77,9 +78,9 @@ def analyse(study: Study, store: Store, run_id: int) -> list[StepNoise]:
         n = min(len(qa), len(qb))
         prefix: list[str] = []
         for k in range(2, n + 1):
-            prefix.append(judge(_prefix(qa, k), _prefix(qb, k), study).verdict)
+            prefix.append(judge(first_rounds(qa, k), first_rounds(qb, k), study).verdict)
             if ca and cb:
-                prefix.append(judge(_prefix(ca, k), _prefix(cb, k), study, higher_is_better=False).verdict)
+                prefix.append(judge(first_rounds(ca, k), first_rounds(cb, k), study, higher_is_better=False).verdict)
         cv_q, cv_c = _cv(qa, qb), (_cv(ca, cb) if ca and cb else None)
         out.append(
             StepNoise(

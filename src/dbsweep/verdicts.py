@@ -3,6 +3,7 @@ repetitions' QPS. Repetition r of every target ran in the same round, so rounds 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,17 +30,37 @@ def by_repetition(rows: list[dict[str, Any]], key: str = "qps") -> dict[CellId, 
     return out
 
 
-def judge(base: dict[int, float], target: dict[int, float], study: Study, higher_is_better: bool = True) -> Judged:
+def judge_values(
+    base: Mapping[int, float],
+    target: Mapping[int, float],
+    *,
+    confidence: float,
+    min_effect: float,
+    higher_is_better: bool = True,
+    paired: bool = True,
+) -> Judged:
+    """Ratio, interval and verdict of repetition -> value maps. Rounds pair up when at least two do;
+    otherwise the interval is the unpaired one. No interval without values or with a base median <= 0."""
     reps_b, reps_t = sorted(base), sorted(target)
     b = [base[r] for r in reps_b]
     t = [target[r] for r in reps_t]
-    pairs = [reps_t.index(r) if r in target else -1 for r in reps_b]
     ci: stats.RatioCI | None = None
-    if len(b) >= 2 and len(t) >= 2 and min(b + t) > 0:
-        paired = sum(1 for p in pairs if p >= 0) >= 2
-        ci = stats.ratio_ci(b, t, confidence=study.measure.confidence, pairs=pairs if paired else None)
-    v = stats.verdict(ci, min_effect=study.measure.min_effect, higher_is_better=higher_is_better)
+    if b and t and stats.median(b) > 0:
+        pairs = [reps_t.index(r) if r in target else -1 for r in reps_b]
+        use = paired and sum(p >= 0 for p in pairs) >= 2
+        ci = stats.ratio_ci(b, t, confidence=confidence, pairs=pairs if use else None)
+    v = stats.verdict(ci, min_effect=min_effect, higher_is_better=higher_is_better)
     return Judged(ci, v, len(b), len(t))
+
+
+def judge(
+    base: Mapping[int, float], target: Mapping[int, float], study: Study, higher_is_better: bool = True
+) -> Judged:
+    """judge_values with the study's confidence and minimum effect."""
+    m = study.measure
+    return judge_values(
+        base, target, confidence=m.confidence, min_effect=m.min_effect, higher_is_better=higher_is_better
+    )
 
 
 def run_verdicts(study: Study, rows: list[dict[str, Any]]) -> dict[CellId, Judged]:

@@ -190,18 +190,12 @@ pub struct ClientLive {
 /// dbsweep-load per-second line has.
 #[derive(Serialize)]
 pub struct SecondLine {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// Seconds since the step started (1 = the first second).
-    pub t: u64,
-    /// Always "measure": an Insert Benchmark step has no warm-up.
-    pub phase: &'static str,
-    /// The step's main operations in this interval: rows inserted (load steps), queries (qr/qp).
-    pub ops: u64,
-    /// Failed statements in this interval, of every kind.
-    pub errors: u64,
-    /// The slowest main operation of this interval, µs.
-    pub max_us: u64,
+    /// The fields every dbsweep-load per-second line has. `phase` is always "measure" (an Insert
+    /// Benchmark step has no warm-up), `ops` counts the step's main operations (rows inserted by load
+    /// steps, queries by qr/qp), `errors` failed statements of every kind, `max_us` the slowest main
+    /// operation of this interval.
+    #[serde(flatten)]
+    pub common: metrics::SecondLine,
     /// This interval's length and the time since the start, seconds.
     pub i_sec: f64,
     pub t_sec: f64,
@@ -277,12 +271,7 @@ pub fn report_seconds(live: &[ClientLive], stop: &AtomicBool, start: Instant, qu
         if !stopping || d.iter().any(|&x| x > 0) {
             let (ops, max_us) = if queries_main { (d[2], max[2]) } else { (d[0], max[0]) };
             emit(&SecondLine {
-                kind: "second",
-                t,
-                phase: "measure",
-                ops,
-                errors,
-                max_us,
+                common: metrics::SecondLine { kind: "second", t, phase: "measure", ops, errors, max_us },
                 i_sec,
                 t_sec,
                 i_ips: d[0] as f64 / i_sec,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dbsweep import stats
+from dbsweep import stats, verdicts
 from dbsweep.store import Store
 from dbsweep.study import Study
 from dbsweep.suites import GROUPS, LOAD_STEP, STEPS, group_of
@@ -410,18 +410,6 @@ def _load_provenance(store: Store, run_id: int, label: Callable[[str], str]) -> 
 # ---- comparing ---------------------------------------------------------------------------------
 
 
-def _pairs(base: Sequence[Rep], target: Sequence[Rep], values: Callable[[Rep], float | None]) -> list[int] | None:
-    """The same-round partner of each base repetition in the target's list (-1 for none).
-
-    Repetition r of every target runs in round r (A B, then B A), so the two sides of a pair saw the
-    same state of the machine. None when fewer than two rounds pair up: the interval then falls back
-    to the unpaired one rather than to no interval at all.
-    """
-    index = {r.repetition: i for i, r in enumerate(r for r in target if values(r) is not None)}
-    pairs = [index.get(r.repetition, -1) for r in base if values(r) is not None]
-    return pairs if sum(p >= 0 for p in pairs) >= 2 else None
-
-
 def compare(
     base: Cell,
     target: Cell,
@@ -433,14 +421,15 @@ def compare(
     higher_is_better: bool = True,
 ) -> Comparison:
     """The ratio of the target's median to the base's with `stats.ratio_ci` and `stats.verdict`."""
-    b = [v for r in base.reps if (v := values(r)) is not None]
-    t = [v for r in target.reps if (v := values(r)) is not None]
-    if not b or not t or stats.median(b) <= 0:
+    # Repetition r of every target ran in round r (A B, then B A): the verdicts pair them up.
+    b = {r.repetition: v for r in base.reps if (v := values(r)) is not None}
+    t = {r.repetition: v for r in target.reps if (v := values(r)) is not None}
+    j = verdicts.judge_values(
+        b, t, confidence=confidence, min_effect=min_effect, higher_is_better=higher_is_better, paired=paired
+    )
+    if j.ci is None:
         return NO_COMPARISON
-    pairs = _pairs(base.reps, target.reps, values) if paired else None
-    ci = stats.ratio_ci(b, t, pairs=pairs, confidence=confidence)
-    label = stats.verdict(ci, min_effect=min_effect, higher_is_better=higher_is_better)
-    return Comparison(ci.ratio, ci.low, ci.high, label, ci.method)
+    return Comparison(j.ci.ratio, j.ci.low, j.ci.high, j.verdict, j.ci.method)
 
 
 def _geomean(values: Sequence[float]) -> float:
