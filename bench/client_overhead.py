@@ -6,7 +6,11 @@ interleaved (the order alternates every round), at 1 and 2 client threads:
   dbsweep-load read-only, range 100  vs  sysbench oltp_read_only --range_size=100
   dbsweep-load update-nonindex    vs  sysbench oltp_update_non_index
 Client CPU is the client process's own user+system time (from wait4), divided by the queries it ran.
-Prints medians over the rounds; no assertions (this is a measurement, not a test).
+It also runs bench/floor_client.c (compiled here against libpq): the cheapest closed-loop client,
+which sends pre-built requests and only finds each reply's end. Its CPU per query is the floor that
+the kernel's loopback send/receive and wake-ups put under any client of this machine.
+Prints medians over the rounds, with paired 95 % intervals (rounds as pairs) for the ratios to
+sysbench and to the floor; no assertions (this is a measurement, not a test).
 
     .venv/bin/python bench/client_overhead.py --rounds 3 --seconds 20
 """
@@ -28,17 +32,27 @@ from pathlib import Path
 
 import psutil
 
-from dbsweep import loadclient, paths, procs
+from dbsweep import loadclient, paths, procs, stats
 from dbsweep.engines import postgres
 
 ROWS = 100_000
 
 WORKLOADS = {
-    # name: (dbsweep-load workload, extra args, sysbench test, sysbench extra args)
-    "point-query": ("point-query", [], "oltp_point_select", []),
-    "read-only_range=100": ("read-only", ["--range", "100"], "oltp_read_only", ["--range_size=100"]),
-    "update-nonindex": ("update-nonindex", [], "oltp_update_non_index", []),
+    # name: (dbsweep-load workload, extra args, sysbench test, sysbench extra args, floor workload)
+    "point-query": ("point-query", [], "oltp_point_select", [], "point"),
+    "read-only_range=100": ("read-only", ["--range", "100"], "oltp_read_only", ["--range_size=100"], "read-only"),
+    "update-nonindex": ("update-nonindex", [], "oltp_update_non_index", [], "update"),
 }
+
+
+@dataclass
+class Usage:
+    """What wait4 says the client cost: CPU seconds (user, system) and context switches."""
+
+    user: float
+    sys: float
+    vcsw: int
+    ivcsw: int
 
 
 @dataclass
@@ -46,10 +60,19 @@ class Sample:
     qps: float
     cpu_us_per_query: float
     max_rss_mb: float
+    sys_share: float = 0.0
+    """The share of the client's CPU spent in the kernel."""
+    cs_per_query: float = 0.0
+    """Voluntary plus involuntary context switches of the client, per query."""
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
-    """Runs a client to completion; returns its output, CPU seconds (from wait4) and peak RSS in MB
+def _sample(qps: float, queries: int, usage: Usage, rss: float) -> Sample:
+    cpu = usage.user + usage.sys
+    return Sample(qps, cpu * 1e6 / queries, rss, usage.sys / cpu if cpu else 0.0, (usage.vcsw + usage.ivcsw) / queries)
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, Usage, float]:
+    """Runs a client to completion; returns its output, its usage (from wait4) and peak RSS in MB
     (sampled: wait4's maxrss would report the size of the Python that forked it)."""
     with tempfile.TemporaryFile(mode="w+") as out_file:
         proc = subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.STDOUT, env=env, text=True)
@@ -67,7 +90,7 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
         out = out_file.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n{out[-2000:]}")
-    return out, ru.ru_utime + ru.ru_stime, peak / 2**20
+    return out, Usage(ru.ru_utime, ru.ru_stime, ru.ru_nvcsw, ru.ru_nivcsw), peak / 2**20
 
 
 TRANSPORT = "tcp"
@@ -98,11 +121,11 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
         str(server.port),
         *extra,
     ]
-    out, cpu, rss = _run(cmd, env)
+    out, usage, rss = _run(cmd, env)
     summary = [line for line in out.splitlines() if '"type":"summary"' in line][-1]
     queries = int(re.search(r'"queries":(\d+)', summary).group(1))  # type: ignore[union-attr]
     seconds = float(re.search(r'"seconds":([\d.]+)', summary).group(1))  # type: ignore[union-attr]
-    return Sample(queries / seconds, cpu * 1e6 / queries, rss)
+    return _sample(queries / seconds, queries, usage, rss)
 
 
 def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int, secs: int) -> Sample:
@@ -124,10 +147,10 @@ def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int,
         *extra,
         "run",
     ]
-    out, cpu, rss = _run(cmd, dict(os.environ))
+    out, usage, rss = _run(cmd, dict(os.environ))
     m = re.search(r"queries:\s+(\d+)\s+\(([\d.]+) per sec", out)
     assert m, out
-    return Sample(float(m.group(2)), cpu * 1e6 / int(m.group(1)), rss)
+    return _sample(float(m.group(2)), int(m.group(1)), usage, rss)
 
 
 def pgbench(server: postgres.Server, clients: int, secs: int, script: Path) -> Sample:
@@ -153,10 +176,50 @@ def pgbench(server: postgres.Server, clients: int, secs: int, script: Path) -> S
         str(secs),
         postgres.DB_NAME,
     ]
-    out, cpu, rss = _run(cmd, env)
+    out, usage, rss = _run(cmd, env)
     n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))  # type: ignore[union-attr]
     tps = float(re.search(r"tps = ([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return Sample(tps, cpu * 1e6 / n, rss)
+    return _sample(tps, n, usage, rss)
+
+
+def build_floor(home: Path) -> Path:
+    """Compiles the floor client; it needs gcc and libpq's headers (libpq-dev)."""
+    try:
+        flags = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", "libpq"], check=True, capture_output=True, text=True
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit("the floor client needs pkg-config and libpq's headers (apt-get install libpq-dev)") from e
+    binary = home / "floor_client"
+    source = Path(__file__).with_name("floor_client.c")
+    subprocess.run(["gcc", "-O2", "-pthread", "-o", str(binary), str(source), *flags], check=True)
+    return binary
+
+
+def floor(binary: Path, server: postgres.Server, workload: str, clients: int, secs: int) -> Sample:
+    env = {
+        **os.environ,
+        "PGHOST": _host(server),
+        "PGPORT": str(server.port),
+        "PGUSER": postgres.DB_USER,
+        "PGPASSWORD": server.password,
+        "PGDATABASE": postgres.DB_NAME,
+    }
+    out, usage, rss = _run([str(binary), workload, str(clients), str(secs), str(ROWS)], env)
+    m = re.search(r"queries (\d+) seconds ([\d.]+)", out)
+    assert m, out
+    return _sample(int(m.group(1)) / float(m.group(2)), int(m.group(1)), usage, rss)
+
+
+def _vs(samples: list[Sample], ref: list[Sample], value: str) -> str:
+    """The median ratio of `value` to the reference tool's, with its paired 95 % interval."""
+    ours = [float(getattr(s, value)) for s in samples]
+    theirs = [float(getattr(s, value)) for s in ref]
+    n = min(len(ours), len(theirs))
+    ci = stats.ratio_ci(theirs[:n], ours[:n], pairs=list(range(n)))
+    if ci.low is None or ci.high is None:
+        return f"{ci.ratio:.2f}"
+    return f"{ci.ratio:.2f} ({ci.low:.2f}-{ci.high:.2f})"
 
 
 def main() -> None:
@@ -182,6 +245,7 @@ def main() -> None:
     script = home / "point.sql"
     script.write_text(f"\\set id random(1, {ROWS})\nSELECT c FROM sbtest1 WHERE id=:id;\n")
     script.chmod(0o644)
+    floor_binary = build_floor(home)
     results: dict[tuple[str, str, int], list[Sample]] = {}
     try:
         with procs.cleanup_on_exit():
@@ -190,11 +254,12 @@ def main() -> None:
             conn = loadclient.connection_to(server)
             loadclient.run(["prepare", "--rows", str(ROWS)], conn, home / "prepare.log")
             for rnd in range(args.rounds):
-                for name, (wl, extra, sb_test, sb_extra) in WORKLOADS.items():
+                for name, (wl, extra, sb_test, sb_extra, floor_wl) in WORKLOADS.items():
                     for clients in args.clients:
                         runs = [
                             ("dbsweep-load", functools.partial(dbsweep_load, server, wl, extra, clients, args.seconds)),
                             ("sysbench", functools.partial(sysbench, server, sb_test, sb_extra, clients, args.seconds)),
+                            ("floor", functools.partial(floor, floor_binary, server, floor_wl, clients, args.seconds)),
                         ]
                         if name == "point-query":
                             runs.append(("pgbench", functools.partial(pgbench, server, clients, args.seconds, script)))
@@ -205,27 +270,34 @@ def main() -> None:
                             results.setdefault((name, tool, clients), []).append(s)
                             print(
                                 f"round {rnd + 1} {name:22} c{clients} {tool:12} QPS {s.qps:9.0f}  "
-                                f"client CPU {s.cpu_us_per_query:6.2f} us/query  RSS {s.max_rss_mb:5.1f} MB",
+                                f"client CPU {s.cpu_us_per_query:6.2f} us/query ({s.sys_share:4.0%} sys, "
+                                f"{s.cs_per_query:4.2f} cs/query)  RSS {s.max_rss_mb:5.1f} MB",
                                 flush=True,
                             )
                             time.sleep(1)
     finally:
         server.remove()
         shutil.rmtree(home, ignore_errors=True)
-    print(f"\nmedians over {args.rounds} rounds of {args.seconds} s, transport {args.transport}:")
     print(
-        f"{'workload':22} {'clients':>7} {'tool':12} {'QPS':>9} {'CPU us/q':>9} {'RSS MB':>7} {'QPS vs sb':>9} "
-        f"{'CPU vs sb':>9}"
+        f"\nmedians over {args.rounds} rounds of {args.seconds} s, transport {args.transport}; "
+        "ratios with paired 95 % CIs:"
+    )
+    print(
+        f"{'workload':20} {'c':>1} {'tool':12} {'QPS':>7} {'CPU us/q':>8} {'sys':>4} {'cs/q':>4} {'RSS MB':>6} "
+        f"{'QPS vs sysbench':>17} {'CPU vs sysbench':>17} {'CPU vs floor':>17}"
     )
     for (name, tool, clients), samples in sorted(results.items()):
         qps = statistics.median(s.qps for s in samples)
         cpu = statistics.median(s.cpu_us_per_query for s in samples)
+        sys_share = statistics.median(s.sys_share for s in samples)
+        cs = statistics.median(s.cs_per_query for s in samples)
         rss = max(s.max_rss_mb for s in samples)
         sb = results[(name, "sysbench", clients)]
-        sb_qps = statistics.median(s.qps for s in sb)
-        sb_cpu = statistics.median(s.cpu_us_per_query for s in sb)
+        fl = results[(name, "floor", clients)]
         print(
-            f"{name:22} {clients:7} {tool:12} {qps:9.0f} {cpu:9.2f} {rss:7.1f} {qps / sb_qps:9.2f} {cpu / sb_cpu:9.2f}"
+            f"{name:20} {clients:1} {tool:12} {qps:7.0f} {cpu:8.2f} {sys_share:4.0%} {cs:4.2f} {rss:6.1f} "
+            f"{_vs(samples, sb, 'qps'):>17} {_vs(samples, sb, 'cpu_us_per_query'):>17} "
+            f"{_vs(samples, fl, 'cpu_us_per_query'):>17}"
         )
 
 

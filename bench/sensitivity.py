@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from dbsweep.calibrate import first_rounds
@@ -229,7 +230,7 @@ def report(study: object, seconds: int) -> None:
     store.close()
 
 
-def _settled(verdicts: list[str], want: str) -> int | None:
+def _settled(verdicts: Sequence[str], want: str) -> int | None:
     """The round count from which the verdict is `want` and stays so (verdicts start at 2 rounds)."""
     for i in range(len(verdicts)):
         if all(v == want for v in verdicts[i:]):

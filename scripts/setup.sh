@@ -19,7 +19,7 @@ packages=(
   bison flex libreadline-dev zlib1g-dev libicu-dev liblz4-dev    # building Postgres from source
   libzstd-dev liburing-dev libssl-dev ccache clang
   procps psmisc                                                 # process inspection in tests
-  sysbench                                                      # the reference the load client is checked against
+  sysbench libpq-dev                                            # references the load client is checked against (bench/)
   valgrind                                                      # instruction counts per operation
   chromium fonts-dejavu-core                                    # the HTML report's test renders it headless
 )

@@ -77,3 +77,21 @@ def test_wrong_password_is_a_clear_error(server: postgres.Server, tmp: Path) -> 
     bad.password = "wrong"
     with pytest.raises(StepError, match="password authentication failed"):
         loadclient.run(["prepare", "--rows", "10"], bad, tmp / "p.log")
+
+
+def test_unix_socket_carries_whole_events(tmp: Path) -> None:
+    """Over the server's Unix socket (where the client waits with poll before each read), read-only
+    events of 16 statements and replies of up to 100 rows arrive whole, and no TCP is used."""
+    with system_server(tmp / "srv", "shared_buffers=128MB\nlog_connections=on\n") as server:
+        before = len(server.log.read_text(errors="replace"))
+        via = connect_to(server, via_socket=True)
+        loadclient.run(["prepare", "--rows", "5000"], via, tmp / "p.log")
+        cmd = ["run", "read-only", "--rows", "5000", "--clients", "2", "--seconds", "2", "--warmup", "0"]
+        s = loadclient.run(cmd, via, tmp / "r.log").summary
+        log = server.log.read_text(errors="replace")[before:]
+    assert s["error_count"] == 0 and s["events"] > 20
+    assert s["queries"] == 16 * s["events"]
+    # 10 point selects, then 100 + 1 + 100 + 100 rows from the ranges (shorter at the table's end).
+    assert 200 * s["events"] < s["rows_returned"] <= 311 * s["events"]
+    assert log.count("connection received: host=[local]") >= 4  # prepare's and the run's connections
+    assert "connection received: host=127.0.0.1" not in log

@@ -45,7 +45,7 @@ impl ConnOpts {
         let stream = if self.host.starts_with('/') {
             let path = format!("{}/.s.PGSQL.{}", self.host.trim_end_matches('/'), self.port);
             let s = UnixStream::connect(&path);
-            Stream::Unix(s.map_err(|e| DbError::Client(format!("error connecting to server {path}: {e}")))?)
+            Stream::unix(s.map_err(|e| DbError::Client(format!("error connecting to server {path}: {e}")))?)
         } else {
             Stream::Tcp(tcp_connect(&self.host, self.port)?)
         };
