@@ -185,7 +185,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
             if "pair 1 of 1" in line:
                 break
         time.sleep(2)  # in the middle of the short run: the client, the backend and valgrind all busy
-        assert any("valgrind" in " ".join(p.cmdline()) for p in processes_under(tmp))
+        assert any("valgrind" in " ".join(p.info["cmdline"] or []) for p in processes_under(tmp))
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=180)
     finally:

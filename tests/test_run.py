@@ -132,8 +132,19 @@ def _children(proc: subprocess.Popen[str]) -> list[psutil.Process]:
         return []
 
 
+def _names(procs: list[psutil.Process]) -> set[str]:
+    """The names of those still there (short-lived helpers may exit between listing and asking)."""
+    names = set()
+    for p in procs:
+        try:
+            names.add(p.name())
+        except psutil.NoSuchProcess:
+            continue
+    return names
+
+
 def _load_client_running(proc: subprocess.Popen[str]) -> bool:
-    return any(c.name() == "dbsweep-load" for c in _alive(_children(proc)))
+    return "dbsweep-load" in _names(_alive(_children(proc)))
 
 
 def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
@@ -145,7 +156,7 @@ def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
         _wait_for(lambda: _load_client_running(proc) or proc.poll() is not None)
         time.sleep(1.5)
         children = _children(proc)
-        assert any(c.name() == "dbsweep-load" for c in children) and any(c.name() == "postgres" for c in children)
+        assert {"dbsweep-load", "postgres"} <= _names(children)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
