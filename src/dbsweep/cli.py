@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,8 +26,18 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+
+
+def _console(stderr: bool = False) -> Console:
+    """A console; written to a file or a pipe (a log, CI), it is 160 columns wide instead of rich's 80,
+    which would cut the numbers in wide tables. COLUMNS still wins."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=160 if wide else None)
+
+
+console = _console()
+err = _console(stderr=True)
 
 StudyArg = Annotated[Path, typer.Argument(help="The study file (TOML).", show_default=False)]
 WorkspaceOpt = Annotated[
