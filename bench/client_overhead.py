@@ -60,9 +60,9 @@ class Sample:
     qps: float
     cpu_us_per_query: float
     max_rss_mb: float
-    sys_share: float = 0.0
+    sys_share: float
     """The share of the client's CPU spent in the kernel."""
-    cs_per_query: float = 0.0
+    cs_per_query: float
     """Voluntary plus involuntary context switches of the client, per query."""
 
 
