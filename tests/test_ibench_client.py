@@ -36,7 +36,7 @@ SUMMARY_FIELDS = {
     "deleted_rows", "indexed_rows", "queries", "query_rows", "queries_by_kind", "ips", "dps", "qps",
     "achieved_rate", "sla_ok", "rate_percentiles", "latency", "latency_us", "histogram", "maxop_s", "errors",
     "error_count", "error_samples", "errors_by_op", "client_cpu_user_s", "client_cpu_sys_s",
-    "client_max_rss_kb", "rows_after", "sql",
+    "client_max_rss_kb", "rows_after", "sql", "ended_early",
 }  # fmt: skip
 BUCKETS = ["le_256us", "le_1ms", "le_4ms", "le_16ms", "le_64ms", "le_256ms", "le_1s", "le_4s", "le_16s", "gt_16s"]
 
@@ -57,6 +57,7 @@ def server(home: Path) -> Iterator[postgres.Server]:
 def ibench(server: postgres.Server, home: Path, *args: str) -> StepOutput:
     out = loadclient.run(["ibench", *args], connection_to(server), home / f"{args[0]}-{uuid.uuid4().hex[:6]}.log")
     assert set(out.summary) == SUMMARY_FIELDS
+    assert out.summary["ended_early"] is None  # every connection lasted the whole step
     for line in out.seconds:
         assert set(line) == SECOND_FIELDS, line
     return out

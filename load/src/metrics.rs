@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Latencies are recorded in microseconds, from 1 us to one hour, with three
@@ -38,6 +38,9 @@ impl Live {
 pub struct Phase {
     pub measuring: AtomicBool,
     pub stop: AtomicBool,
+    /// Workers that stopped for good because their connection was lost. Once every worker (one
+    /// `Live` each) has, nothing is left to measure and the reporter ends the step.
+    pub lost: AtomicUsize,
 }
 
 /// What one worker measured; merged into the summary at the end.
@@ -138,9 +141,10 @@ pub struct SecondLine {
     pub max_us: u64,
 }
 
-/// Emits one line per second until `phase.stop` is set, using wall-clock
-/// seconds from `start`. Switches `phase.measuring` on after `warmup`.
-/// Calls `on_measure` at the moment measurement begins and returns that instant.
+/// Emits one line per second until `phase.stop` is set, `total` has passed, or every worker has
+/// lost its connection (`phase.lost`), using wall-clock seconds from `start`; sets `phase.stop`
+/// then. Switches `phase.measuring` on after `warmup`. Calls `on_measure` at the moment
+/// measurement begins and returns that instant: None if the step ended before it began.
 pub fn report_seconds(
     live: &[Live],
     phase: &Phase,
@@ -148,14 +152,17 @@ pub fn report_seconds(
     warmup: Duration,
     total: Option<Duration>,
     on_measure: &mut dyn FnMut(),
-) -> Instant {
+) -> Option<Instant> {
     let mut last = vec![(0u64, 0u64); live.len()];
     let mut t = 0u64;
-    let mut measure_start = start;
+    let mut measure_start = None;
     if warmup.is_zero() {
         on_measure();
+        measure_start = Some(start);
         phase.measuring.store(true, Relaxed);
     }
+    // Printing zero lines to the end for workers that are all gone would only pad the step.
+    let all_lost = || phase.lost.load(Relaxed) >= live.len();
     loop {
         t += 1;
         let tick = start + Duration::from_secs(t);
@@ -167,7 +174,7 @@ pub fn report_seconds(
                 Some(e) if e < tick => e,
                 _ => tick,
             };
-            if now >= target || phase.stop.load(Relaxed) {
+            if now >= target || phase.stop.load(Relaxed) || all_lost() {
                 break;
             }
             std::thread::sleep((target - now).min(Duration::from_millis(50)));
@@ -182,7 +189,7 @@ pub fn report_seconds(
             last[i] = (o, e);
             max_us = max_us.max(l.max_us.swap(0, Relaxed));
         }
-        let stopping = phase.stop.load(Relaxed) || end.is_some_and(|e| Instant::now() >= e);
+        let stopping = phase.stop.load(Relaxed) || end.is_some_and(|e| Instant::now() >= e) || all_lost();
         if !stopping || ops > 0 {
             emit(&SecondLine {
                 kind: "second",
@@ -193,9 +200,9 @@ pub fn report_seconds(
                 max_us,
             });
         }
-        if in_warmup && Instant::now() >= start + warmup {
+        if in_warmup && !stopping && Instant::now() >= start + warmup {
             on_measure();
-            measure_start = Instant::now();
+            measure_start = Some(Instant::now());
             phase.measuring.store(true, Relaxed);
         }
         if stopping {
@@ -246,4 +253,23 @@ pub fn encode_histogram(h: &Histogram<u64>) -> String {
 fn base64_encode(data: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reporter_stops_when_every_worker_is_lost() {
+        let live = [Live::default(), Live::default()];
+        let phase = Phase::default();
+        phase.lost.store(live.len(), Relaxed);
+        let t0 = Instant::now();
+        let total = Some(Duration::from_secs(100));
+        let measured = report_seconds(&live, &phase, t0, Duration::from_secs(5), total, &mut || panic!("measured"));
+        // Ended in the warm-up: nothing measured, no zero lines to the end, and the workers told to stop.
+        assert_eq!(measured, None);
+        assert!(phase.stop.load(Relaxed));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+    }
 }

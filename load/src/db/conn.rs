@@ -1,8 +1,9 @@
 //! One blocking connection: startup and authentication, then requests that
 //! each take one write and (usually) one read.
 
+use super::lost::{Lost, LOST};
 use super::wire::{self, Param, Reader, Reply, ServerError};
-use super::DbError;
+use super::{describe, DbError};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::md5_hash;
@@ -106,6 +107,9 @@ pub struct Conn {
     wbuf: BytesMut,
     reply: Reply,
     closed: bool,
+    /// Where a loss of this connection is recorded: None until the startup is over (a failed
+    /// connect is an error of its own, not a lost connection).
+    lost: Option<&'static Lost>,
     /// The last ReadyForQuery's transaction status.
     status: u8,
 }
@@ -116,7 +120,18 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 impl Conn {
     /// Starts a session on a connected socket: startup message, authentication, then waits for
     /// the first ReadyForQuery.
-    pub fn start(mut stream: Stream, user: &str, dbname: &str, password: &str) -> Result<Conn, DbError> {
+    pub fn start(stream: Stream, user: &str, dbname: &str, password: &str) -> Result<Conn, DbError> {
+        Conn::start_recording(stream, user, dbname, password, &LOST)
+    }
+
+    /// `start`, recording a later loss of the connection in `lost`.
+    fn start_recording(
+        mut stream: Stream,
+        user: &str,
+        dbname: &str,
+        password: &str,
+        lost: &'static Lost,
+    ) -> Result<Conn, DbError> {
         stream.set_timeouts(Some(STARTUP_TIMEOUT)).map_err(DbError::io)?;
         let mut c = Conn {
             stream,
@@ -124,6 +139,7 @@ impl Conn {
             wbuf: BytesMut::with_capacity(4096),
             reply: Reply::default(),
             closed: false,
+            lost: None,
             status: 0,
         };
         let params =
@@ -139,6 +155,8 @@ impl Conn {
             }
         }
         c.stream.set_timeouts(None).map_err(DbError::io)?;
+        // Established: from now on, breaking is a lost connection.
+        c.lost = Some(lost);
         Ok(c)
     }
 
@@ -202,19 +220,34 @@ impl Conn {
     fn next_message(&mut self) -> Result<Message, DbError> {
         match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
             Message::ErrorResponse(body) => {
-                let e = ServerError::from_body(&body).map_err(|e| self.broken(e))?;
+                let e = DbError::Server(ServerError::from_body(&body).map_err(|e| self.broken(e))?);
                 // During startup every error ends the session.
-                self.closed = true;
-                Err(DbError::Server(e))
+                self.close_after(&e);
+                Err(e)
             }
             m => Ok(m),
         }
     }
 
     /// Marks the connection unusable after an I/O or protocol error.
+    #[cold]
     fn broken(&mut self, e: io::Error) -> DbError {
+        let e = DbError::io(e);
+        self.close_after(&e);
+        e
+    }
+
+    /// Marks the connection unusable after `e`. An established connection is recorded as lost,
+    /// once: `closed` stays set, and a closed connection sends nothing more. Only failures come
+    /// here, so the record (a lock, the reason's text) costs a healthy query nothing.
+    #[cold]
+    fn close_after(&mut self, e: &DbError) {
+        if !self.closed {
+            if let Some(lost) = self.lost {
+                lost.record(describe(e));
+            }
+        }
         self.closed = true;
-        DbError::io(e)
     }
 
     /// Sends the request in `wbuf`, in one write unless the kernel takes it in parts.
@@ -237,12 +270,14 @@ impl Conn {
             return Err(self.broken(e));
         }
         if let Some(e) = self.reply.error.take() {
-            if e.fatal {
-                self.closed = true;
+            let fatal = e.fatal;
+            let e = DbError::Server(e);
+            if fatal {
+                self.close_after(&e);
             } else {
                 self.status = self.reply.status;
             }
-            return Err(DbError::Server(e));
+            return Err(e);
         }
         self.status = self.reply.status;
         Ok(Outcome { rows: self.reply.rows, affected: self.reply.affected })
@@ -303,8 +338,9 @@ impl Conn {
                 Message::ErrorResponse(body) => {
                     let e = ServerError::from_body(&body).map_err(|e| self.broken(e))?;
                     if e.fatal {
-                        self.closed = true;
-                        return Err(DbError::Server(e));
+                        let e = DbError::Server(e);
+                        self.close_after(&e);
+                        return Err(e);
                     }
                     error.get_or_insert(DbError::Server(e));
                 }
@@ -350,6 +386,7 @@ mod tests {
     use super::*;
     use crate::db::wire::tests::{complete, data_row, error, msg, ready};
     use std::thread;
+    use std::time::Instant;
 
     /// Reads one frontend message (tag, body); the startup message has no tag (reported as 0).
     fn read_msg(s: &mut UnixStream, startup: bool) -> (u8, Vec<u8>) {
@@ -364,8 +401,9 @@ mod tests {
         (tag[0], body)
     }
 
-    /// A fake server: md5 authentication, then scripted answers to each request.
-    fn serve(mut s: UnixStream, answers: Vec<(u8, Vec<u8>)>) {
+    /// A fake server: md5 authentication, then scripted answers to each request; returns its end
+    /// of the socket, still open.
+    fn serve(mut s: UnixStream, answers: Vec<(u8, Vec<u8>)>) -> UnixStream {
         let (_, startup) = read_msg(&mut s, true);
         assert!(startup.windows(8).any(|w| w == b"user\0bob"));
         let salt = [1, 2, 3, 4];
@@ -386,6 +424,7 @@ mod tests {
             s.write_all(&answer[..half]).unwrap();
             s.write_all(&answer[half..]).unwrap();
         }
+        s
     }
 
     #[test]
@@ -413,7 +452,9 @@ mod tests {
             (b'S', fatal),
         ];
         let fake = thread::spawn(move || serve(server, script));
-        let mut c = Conn::start(Stream::unix(client), "bob", "db", "secret").unwrap();
+        // Each test records losses in its own registry: the process-wide one is shared by the test threads.
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
         c.prepare(&[("s1", "SELECT c FROM t WHERE id=$1")]).unwrap();
         struct I(i64);
         impl Param for I {
@@ -435,9 +476,101 @@ mod tests {
         let e = c.execute("s1", &[I(9)]).unwrap_err();
         assert_eq!(crate::db::error_kind(&e), "sqlstate-57P01");
         assert!(c.is_closed());
-        fake.join().unwrap();
+        drop(fake.join().unwrap());
         let e = c.simple("SELECT 1").unwrap_err();
         assert_eq!(crate::db::error_kind(&e), "connection-closed");
+        // The FATAL lost the connection, once; the error after it is no second loss.
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 1);
+        assert_eq!(LOST_HERE.ended_early(Instant::now()).unwrap().reason, "57P01: terminating connection");
+    }
+
+    fn answer(tag: &str) -> Vec<u8> {
+        [complete(tag), ready(b'I')].concat()
+    }
+
+    #[test]
+    fn a_connection_the_server_drops_mid_session_is_lost() {
+        static LOST_HERE: Lost = Lost::new();
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![(b'Q', answer("SELECT 1"))]);
+            // The next request is read and never answered: the backend is gone (killed, say).
+            assert_eq!(read_msg(&mut s, false).0, b'Q');
+        });
+        let t0 = Instant::now();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.simple("SELECT 1").unwrap();
+        assert_eq!(LOST_HERE.count(), 0);
+        let e = c.simple("SELECT 2").unwrap_err();
+        fake.join().unwrap();
+        assert_eq!(crate::db::error_kind(&e), "connection-closed");
+        assert!(c.is_closed());
+        // Later failures of the same connection are not new losses.
+        assert!(c.simple("SELECT 3").is_err());
+        assert!(c.simple_rows("SELECT 4").is_err());
+        drop(c);
+        let early = LOST_HERE.ended_early(t0).unwrap();
+        assert_eq!(early.connections_lost, 1);
+        assert_eq!(early.reason, "connection closed: the server closed the connection");
+        assert!(early.at_s >= 0.0 && early.at_s < t0.elapsed().as_secs_f64() + 0.001);
+    }
+
+    #[test]
+    fn a_fatal_error_mid_session_is_lost() {
+        static LOST_HERE: Lost = Lost::new();
+        let (client, server) = UnixStream::pair().unwrap();
+        let crash = "terminating connection because of crash of another server process";
+        let script = vec![(b'Q', answer("SELECT 1")), (b'Q', error("FATAL", "57P02", crash))];
+        let fake = thread::spawn(move || serve(server, script));
+        let t0 = Instant::now();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert_eq!(c.simple_rows("SELECT 1").unwrap(), Vec::<Vec<Option<String>>>::new());
+        let e = c.simple_rows("SELECT 2").unwrap_err();
+        assert_eq!(crate::db::error_kind(&e), "sqlstate-57P02");
+        assert!(c.is_closed());
+        drop(fake.join().unwrap());
+        assert!(c.simple("SELECT 3").is_err());
+        drop(c);
+        let early = LOST_HERE.ended_early(t0).unwrap();
+        assert_eq!(early.connections_lost, 1);
+        assert_eq!(early.reason, format!("57P02: {crash}"));
+    }
+
+    #[test]
+    fn a_normal_end_an_error_and_a_failed_start_are_no_losses() {
+        static LOST_HERE: Lost = Lost::new();
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut failed = error("ERROR", "42P01", "relation \"t\" does not exist");
+        failed.extend(ready(b'I'));
+        let fake = thread::spawn(move || serve(server, vec![(b'Q', answer("SELECT 1")), (b'Q', failed)]));
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.simple("SELECT 1").unwrap();
+        // An ERROR leaves the session usable.
+        assert_eq!(crate::db::error_kind(&c.simple("SELECT * FROM t").unwrap_err()), "sqlstate-42P01");
+        assert!(!c.is_closed());
+        let mut s = fake.join().unwrap();
+        // The end of a step: the client says goodbye (Terminate), and nothing is lost.
+        drop(c);
+        assert_eq!(read_msg(&mut s, false).0, b'X');
+        drop(s);
+        // A connect that fails, on a closed socket or a FATAL during startup, is an error of its own.
+        let (client, server) = UnixStream::pair().unwrap();
+        drop(server);
+        assert!(Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).is_err());
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            read_msg(&mut server, true);
+            server.write_all(&error("FATAL", "28P01", "password authentication failed")).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(crate::db::error_kind(&e), "sqlstate-28P01");
+        drop(fake.join().unwrap());
+        assert_eq!(LOST_HERE.count(), 0);
+        assert_eq!(LOST_HERE.ended_early(Instant::now()), None);
     }
 
     #[test]

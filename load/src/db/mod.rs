@@ -2,6 +2,7 @@
 //! Postgres frontend/backend protocol v3. One connection per client thread.
 
 mod conn;
+pub mod lost;
 pub mod wire;
 
 pub use conn::Conn;

@@ -13,11 +13,12 @@ pub mod roles;
 pub mod rows;
 pub mod sql;
 
+use crate::db::lost::{EndedEarly, LOST};
 use crate::db::{describe, Conn, ConnOpts};
 use crate::metrics::{self, emit, Latency};
 use clap::Args;
 use report::{ClientLive, LowTail, OpStats, OpSummary};
-use roles::{Client, ClientPlan, ClientResult, KindCount, QueryMode, POINT_KIND};
+use roles::{Client, ClientPlan, ClientResult, KindCount, QueryMode, StepShared, POINT_KIND};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
@@ -304,7 +305,14 @@ pub struct ErrorsByOp {
 /// seconds); `errors` ({"sqlstate-XXXXX" or client-side kind: count}), `error_count`,
 /// `error_samples`, `errors_by_op` ({insert, delete, query}); `client_cpu_user_s`,
 /// `client_cpu_sys_s`, `client_max_rss_kb`; `rows_after` ({table: count(*) after the step}, load
-/// steps only); `sql` (the statements, see StepSql).
+/// steps only); `sql` (the statements, see StepSql); `ended_early`: null when every connection
+/// lasted to the end, else `{"connections_lost": N, "at_s": F, "reason": "..."}`: how many
+/// connections broke during the step (an I/O error, EOF or reset, or a FATAL from the server, e.g.
+/// "57P02: terminating connection because of crash of another server process"), the seconds from
+/// the step's start (the origin of the per-second lines' `t_sec`) to the first loss, and its
+/// reason. A thread whose connection is lost stops: a client without its inserter stops, and a
+/// read-write step whose query threads are all gone ends; after a loss l.x builds no indexes and
+/// no rows are counted (`index_seconds`, `indexed_rows` and `rows_after` are null).
 #[derive(Serialize)]
 pub struct Summary {
     #[serde(rename = "type")]
@@ -347,6 +355,7 @@ pub struct Summary {
     client_max_rss_kb: u64,
     rows_after: Option<BTreeMap<String, u64>>,
     sql: StepSql,
+    ended_early: Option<EndedEarly>,
 }
 
 /// What the step's driver thread hands back.
@@ -455,6 +464,7 @@ fn drive(
     for c in &clients {
         bounds.entry(c.table().to_string()).or_insert_with(|| Arc::new(AtomicI64::new(c.min_id)));
     }
+    let step = Arc::new(StepShared::new(if plan.query.is_some() { plan.clients } else { 0 }));
     let start = Instant::now();
     let cpu0 = metrics::own_cpu();
     let _ = started.send(start);
@@ -462,7 +472,7 @@ fn drive(
         .into_iter()
         .map(|c| {
             let bound = bounds[c.table()].clone();
-            c.spawn(start, live.clone(), filler.clone(), bound)
+            c.spawn(start, live.clone(), filler.clone(), bound, step.clone())
         })
         .collect();
     let mut result = ClientResult::default();
@@ -480,8 +490,11 @@ fn drive(
         insert_end = insert_end.max(r.insert_end.unwrap_or(start));
     }
     let insert_seconds = (insert_end - start).as_secs_f64();
+    // After a lost connection the step is spoiled (its summary says so) and the server may be down
+    // or restarting: the index build and the row counts are skipped, so the summary comes at once.
+    let lost = LOST.count() > 0;
     let mut index_seconds = None;
-    if plan.step == Step::Lx {
+    if plan.step == Step::Lx && !lost {
         let t0 = Instant::now();
         create_indexes(conn, plan)?;
         index_seconds = Some(t0.elapsed().as_secs_f64());
@@ -490,7 +503,7 @@ fn drive(
     let (u1, s1) = metrics::own_cpu();
     let cpu = (u1 - cpu0.0, s1 - cpu0.1);
     // Counting a large table takes a while, so the read-write steps skip it; outside the measured time.
-    let rows_after = if plan.step.is_read_write() {
+    let rows_after = if plan.step.is_read_write() || lost {
         None
     } else {
         let mut m = BTreeMap::new();
@@ -527,17 +540,27 @@ pub fn run(conn: &ConnOpts, step: &str, opts: &Options) -> Result<(), String> {
     };
     let samples = report::report_seconds(&live, &stop, start, plan.query.is_some());
     let out = join(driver)?;
-    emit(&summarize(&plan, out, &samples));
+    let ended_early = LOST.ended_early(start);
+    if let Some(e) = &ended_early {
+        eprintln!(
+            "dbsweep-load: {} connection(s) lost, the first {:.3} s into the step: {}",
+            e.connections_lost, e.at_s, e.reason
+        );
+    }
+    emit(&summarize(&plan, out, &samples, ended_early));
     Ok(())
 }
 
-fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples) -> Summary {
+fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: Option<EndedEarly>) -> Summary {
     let r = &out.result;
     let secs = out.seconds.max(1e-9);
     let inserted = r.insert.tally.rows;
     let deleted = r.delete.tally.rows;
     let queries = r.query.tally.events;
-    let indexed_rows = (plan.step == Step::Lx).then(|| out.rows_after.iter().flat_map(|m| m.values()).sum::<u64>());
+    let indexed_rows = match &out.rows_after {
+        Some(m) if plan.step == Step::Lx => Some(m.values().sum::<u64>()),
+        _ => None,
+    };
     let target = plan.rate.map(|r| r * plan.clients as u64);
     let achieved = inserted as f64 / out.insert_seconds.max(1e-9);
     let main = if plan.query.is_some() { &r.query } else { &r.insert };
@@ -607,6 +630,7 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples) -> Summary {
         client_max_rss_kb: metrics::own_max_rss_kb(),
         rows_after: out.rows_after,
         sql: plan.sql(),
+        ended_early,
     }
 }
 

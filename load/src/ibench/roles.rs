@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -93,6 +93,30 @@ pub struct ClientResult {
     pub insert_end: Option<Instant>,
 }
 
+/// State every client of a step shares.
+pub struct StepShared {
+    /// Query threads the step runs (one per client in the read-write steps, else none).
+    queriers: u32,
+    /// Query threads that stopped because their connection was lost.
+    queriers_lost: AtomicU32,
+    /// Set when the step's measured work is gone: the generators make no more batches.
+    stop: AtomicBool,
+}
+
+impl StepShared {
+    pub fn new(queriers: u32) -> StepShared {
+        StepShared { queriers, queriers_lost: AtomicU32::new(0), stop: AtomicBool::new(false) }
+    }
+
+    /// A query thread lost its connection. When every one has, the queries (what a read-write step
+    /// measures) are gone, and the step ends instead of inserting at its rate to the end of its time.
+    fn querier_lost(&self) {
+        if self.queriers_lost.fetch_add(1, Relaxed) + 1 >= self.queriers {
+            self.stop.store(true, Relaxed);
+        }
+    }
+}
+
 /// State the client's threads share.
 struct Shared {
     /// Set when the inserter is done (or gone): the query thread stops.
@@ -100,6 +124,7 @@ struct Shared {
     /// The table's next delete bound, shared by every client of the table (--only1t): ids below it are
     /// deleted or about to be; point queries start here.
     next_delete: Arc<AtomicI64>,
+    step: Arc<StepShared>,
 }
 
 /// One client, connected and prepared, not started.
@@ -166,17 +191,18 @@ impl Client {
     }
 
     /// Starts the client's threads; the rate schedule counts from `start`. `next_delete` is the
-    /// table's delete bound, the same for every client of the table.
+    /// table's delete bound, the same for every client of the table; `step` is the same for every client.
     pub fn spawn(
         self,
         start: Instant,
         live: Arc<Vec<ClientLive>>,
         filler: Arc<str>,
         next_delete: Arc<AtomicI64>,
+        step: Arc<StepShared>,
     ) -> Running {
         let Client { plan, insert, generator, delete, query, .. } = self;
         let plan = Arc::new(plan);
-        let shared = Arc::new(Shared { inserted: AtomicBool::new(false), next_delete });
+        let shared = Arc::new(Shared { inserted: AtomicBool::new(false), next_delete, step });
         let (ins_tx, ins_rx) = mpsc::sync_channel::<String>(QUEUE_DEPTH);
         // Used SQL buffers go back to the generator, so batches are built without allocating.
         let (pool_tx, pool_rx) = mpsc::channel::<String>();
@@ -260,7 +286,8 @@ fn generate(
     let prefix = sql::insert_prefix(&plan.table);
     let min_sql = sql::min_id(&plan.table);
     let (mut sent, mut batches) = (0u64, 0u64);
-    while sent < plan.rows {
+    // One flag read per batch, not per statement.
+    while sent < plan.rows && !shared.step.stop.load(Relaxed) {
         let n = plan.rows_per_commit.min(plan.rows - sent);
         if let Some(p) = pacer.as_mut() {
             let due = p.next(n, Instant::now());
@@ -407,6 +434,8 @@ fn query_loop(mut conn: Conn, plan: &ClientPlan, shared: &Shared, live: &ClientL
             Err(e) => st.err(&live.qry, &e),
         }
         if conn.is_closed() {
+            // The connection recorded itself as lost; the step may have nothing left to measure.
+            shared.step.querier_lost();
             break;
         }
     }

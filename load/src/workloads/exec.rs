@@ -3,6 +3,7 @@
 
 use super::gen::{Domain, Value};
 use super::{Pick, Shape, Workload};
+use crate::db::lost::{EndedEarly, LOST};
 use crate::db::{describe, error_kind, Conn, ConnOpts, DbError};
 use crate::metrics::{self, emit, Latency, Live, Phase, Tally};
 use rand::rngs::SmallRng;
@@ -40,6 +41,17 @@ impl RunOpts {
     }
 }
 
+/// The last line of a `run` step.
+///
+/// `seconds` is the measured time: from the end of the warm-up to the end of the step (0 when the
+/// step ended during the warm-up), and `qps`/`tps` are per measured second. `ended_early` is
+/// null when every connection lasted to the end; else `{"connections_lost": N, "at_s": F,
+/// "reason": "..."}`: how many connections broke during the step (an I/O error, EOF or reset,
+/// or a FATAL from the server, e.g. "57P01: terminating connection due to administrator
+/// command"), the seconds from the start of the step, warm-up included (the origin of the
+/// per-second lines' `t`), to the first loss, and that first loss's reason. A client whose
+/// connection is lost stops; when all have, the step ends at once, so `seconds` is then shorter
+/// than asked.
 #[derive(Serialize)]
 struct Summary<'a> {
     #[serde(rename = "type")]
@@ -76,6 +88,7 @@ struct Summary<'a> {
     /// scan only: rows per table / mean scan latency in ms (§1.7), i.e. thousands of rows per second.
     #[serde(skip_serializing_if = "Option::is_none")]
     scan_krows_per_sec: Option<f64>,
+    ended_early: Option<EndedEarly>,
 }
 
 /// Checks that the tables the step needs exist, so a bad option fails before
@@ -237,6 +250,8 @@ fn work(mut worker: Worker, w: &Workload, opts: &RunOpts, live: &Live, phase: &P
                 }
                 if worker.conn.is_closed() {
                     // The error above already counted it; a closed connection cannot run more events.
+                    // (The connection recorded itself as lost; this tells the reporter a worker is gone.)
+                    phase.lost.fetch_add(1, Relaxed);
                     break;
                 }
             }
@@ -276,10 +291,24 @@ pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), S
     for h in handles {
         tally.merge(h.join().map_err(|_| "a client thread panicked".to_string())?);
     }
-    let seconds = measure_start.elapsed().as_secs_f64();
-    let (user, sys) = metrics::own_cpu();
-    let (cu, cs) = (user - cpu0.0, sys - cpu0.1);
+    // Nothing was measured when the step ended in its warm-up.
+    let seconds = measure_start.map_or(0.0, |m| m.elapsed().as_secs_f64());
+    let (cu, cs) = match measure_start {
+        Some(_) => {
+            let (user, sys) = metrics::own_cpu();
+            (user - cpu0.0, sys - cpu0.1)
+        }
+        None => (0.0, 0.0),
+    };
+    let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
     let error_count = tally.errors.values().sum();
+    let ended_early = LOST.ended_early(start);
+    if let Some(e) = &ended_early {
+        eprintln!(
+            "dbsweep-load: {} connection(s) lost, the first {:.3} s into the step: {}",
+            e.connections_lost, e.at_s, e.reason
+        );
+    }
     emit(&Summary {
         kind: "summary",
         workload: w.name,
@@ -299,8 +328,8 @@ pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), S
         queries: tally.queries,
         rows_returned: tally.rows,
         rows_affected: tally.rows_affected,
-        qps: tally.queries as f64 / seconds,
-        tps: tally.events as f64 / seconds,
+        qps: per_second(tally.queries),
+        tps: per_second(tally.events),
         warmup_events: tally.warmup_events,
         errors: tally.errors,
         error_count,
@@ -319,6 +348,7 @@ pub fn run(conn: &ConnOpts, w: &'static Workload, opts: RunOpts) -> Result<(), S
                 0.0
             }
         }),
+        ended_early,
     });
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The sysbench load step: create the sbtest tables, insert rows in id order
 //! with multi-row INSERTs, then create the secondary index on k.
 
+use crate::db::lost::{EndedEarly, LOST};
 use crate::db::{describe, Conn, ConnOpts};
 use crate::metrics::{self, emit, Live, Phase};
 use rand::rngs::SmallRng;
@@ -21,6 +22,8 @@ pub struct PrepareOpts {
     pub seed: u64,
 }
 
+/// The last line of a `prepare` step. `ended_early` is the field every summary has (see `run`'s):
+/// always null here, since a lost connection fails the step with an error instead.
 #[derive(Serialize)]
 struct Summary {
     #[serde(rename = "type")]
@@ -35,6 +38,7 @@ struct Summary {
     rows_per_sec: f64,
     client_cpu_user_s: f64,
     client_cpu_sys_s: f64,
+    ended_early: Option<EndedEarly>,
 }
 
 /// `groups` groups of 11 random digits joined by '-', as sysbench fills c and pad, one byte at a time.
@@ -130,7 +134,12 @@ pub fn run(conn: &ConnOpts, opts: PrepareOpts) -> Result<(), String> {
         })
     };
     metrics::report_seconds(&live, &phase, start, Duration::ZERO, None, &mut || {});
-    let ((insert_seconds, index_seconds), opts) = loader.join().map_err(|_| "the loader panicked".to_string())??;
+    let loaded = loader.join().map_err(|_| "the loader panicked".to_string())?;
+    // A broken connection leaves the tables half made: an error, which says that the connection was lost.
+    let ((insert_seconds, index_seconds), opts) = loaded.map_err(|e| match LOST.ended_early(start) {
+        Some(lost) => format!("lost the connection to the server {:.3} s into prepare: {e}", lost.at_s),
+        None => e,
+    })?;
     let seconds = start.elapsed().as_secs_f64();
     let (u, s) = metrics::own_cpu();
     let rows = opts.tables as i64 * opts.rows as i64;
@@ -146,6 +155,7 @@ pub fn run(conn: &ConnOpts, opts: PrepareOpts) -> Result<(), String> {
         rows_per_sec: rows as f64 / seconds,
         client_cpu_user_s: u - cpu0.0,
         client_cpu_sys_s: s - cpu0.1,
+        ended_early: LOST.ended_early(start),
     });
     Ok(())
 }
