@@ -144,6 +144,35 @@ def upstream_of(debian_version: str) -> str:
     return _split_version(debian_version)[1]
 
 
+# --- answered from the cache alone (dbsweep validate: nothing fetched, nothing refreshed) ----------
+
+
+def cached_tree(spec: str, version: str, root: Path) -> SourceTree | None:
+    """The tree of Debian's `version` when an earlier run fetched it; None otherwise. Never fetches."""
+    return _cached(root, f"postgresql-{major_of(version)}", version, spec)
+
+
+def cached_listing(root: Path) -> list[DebianSource] | None:
+    """Every postgresql-NN source version in the private package lists as they are now, or None when no
+    list has been fetched yet. Reads the lists only: never runs `apt-get update`."""
+    if not (root / "apt" / "sources.list").is_file() or not _index_files(root):
+        return None
+    return _query(root)
+
+
+def listing_age(root: Path) -> float:
+    """Seconds since the private package lists were refreshed (infinite when never)."""
+    return _lists_age(root)
+
+
+def not_listed(listing: list[DebianSource], version: str) -> str | None:
+    """What resolving `version` against `listing` would say when it finds nothing; None when it finds it."""
+    package = f"postgresql-{major_of(version)}"
+    if _match(listing, package, version) is not None:
+        return None
+    return _unknown_message(listing, package, version)
+
+
 # --- finding a version --------------------------------------------------------------------
 
 

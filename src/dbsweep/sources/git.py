@@ -49,10 +49,27 @@ def split_spec(location: str) -> tuple[str, str]:
     return url, ref
 
 
+def is_remote(url: str) -> bool:
+    """A URL (scheme://… or user@host:path) rather than a local path."""
+    return bool(_REMOTE.match(url))
+
+
+def cached_git(spec: str, location: str, root: Path) -> SourceTree | None:
+    """The tree `spec` names when the source cache already holds it; never clones or fetches."""
+    url, ref = split_spec(location)
+    if not is_remote(url):
+        url = str(Path(url).expanduser().resolve())
+    tree = load_meta(_entry(root, ref), spec) if _FULL_SHA.fullmatch(ref) else None
+    if tree is None:
+        commit = _local_commit(_repo_dir(root, url), ref)
+        tree = load_meta(_entry(root, commit), spec) if commit else None
+    return _with_ref(tree, ref) if tree is not None else None
+
+
 def resolve_git(spec: str, location: str, root: Path, log: Log = quiet, *, refresh: bool = False) -> SourceTree:
     """The files of the commit `REF` names, checked out once into a clean tree of their own."""
     url, ref = split_spec(location)
-    if not _REMOTE.match(url):
+    if not is_remote(url):
         url = str(Path(url).expanduser().resolve())
     if _FULL_SHA.fullmatch(ref) and not refresh:
         cached = load_meta(_entry(root, ref), spec)
@@ -99,7 +116,7 @@ def _local_commit(repo: Path, ref: str) -> str | None:
 
 
 def _clone_or_fetch(url: str, repo: Path, root: Path, log: Log) -> None:
-    if not _REMOTE.match(url) and not Path(url).exists():
+    if not is_remote(url) and not Path(url).exists():
         raise DbsweepError(f"git repository {url} does not exist.")
     if repo.is_dir():
         log(f"fetching {url}")

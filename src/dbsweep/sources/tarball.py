@@ -45,6 +45,25 @@ def resolve_tarball(spec: str, location: str, root: Path, log: Log = quiet) -> S
     return _from_file(spec, Path(location).expanduser(), root, log)
 
 
+def cached_tarball(spec: str, location: str, root: Path) -> SourceTree | None:
+    """The unpacked tree when the source cache already holds it; never downloads or unpacks (a local
+    file is hashed, to find its entry)."""
+    if is_url(location):
+        index = _url_index(root, location)
+        digest = index.read_text().strip() if index.is_file() else None
+        source = location
+    else:
+        path = Path(location).expanduser()
+        digest = sha256_file(path) if path.is_file() else None
+        source = str(path)
+    cached = load_meta(_entry(root, digest), spec) if digest else None
+    return _with_source(cached, source) if cached is not None else None
+
+
+def _url_index(root: Path, url: str) -> Path:
+    return root / "tarball" / "by-url" / hashlib.sha256(url.encode()).hexdigest()[:32]
+
+
 def is_url(location: str) -> bool:
     return urllib.parse.urlsplit(location).scheme in ("http", "https")
 
@@ -84,7 +103,7 @@ def _from_file(spec: str, path: Path, root: Path, log: Log) -> SourceTree:
 
 
 def _from_url(spec: str, url: str, root: Path, log: Log) -> SourceTree:
-    index = root / "tarball" / "by-url" / hashlib.sha256(url.encode()).hexdigest()[:32]
+    index = _url_index(root, url)
     if index.is_file():
         cached = load_meta(_entry(root, index.read_text().strip()), spec)
         if cached is not None:
