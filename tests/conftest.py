@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -143,3 +144,75 @@ def interruptible() -> None:
     """preexec_fn for a child the test will Ctrl-C: a shell that started the tests in the background
     made SIGINT ignored, and children inherit that; a user's Ctrl-C reaches a foreground dbsweep."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_run(study: Path, *args: str) -> subprocess.Popen[str]:
+    """`dbsweep run STUDY` in the background, its stdout and stderr together."""
+    return subprocess.Popen(
+        [*DBSWEEP, "run", str(study), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=interruptible,
+    )
+
+
+def wait_for(pred, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def done_cells(tmp: Path) -> list[tuple[object, ...]]:
+    """Every stored cell of the study in `tmp` (workspace tmp/ws): id, target, step, clients, rep, status,
+    finished_at, qps."""
+    p = tmp / "ws" / "results.db"
+    if not p.exists():
+        return []
+    with sqlite3.connect(p) as db:
+        try:
+            return db.execute(
+                "SELECT c.id, t.name, c.step, c.clients, c.repetition, c.status, c.finished_at, r.qps "
+                "FROM cells c JOIN targets t ON t.id = c.target_id "
+                "LEFT JOIN step_results r ON r.cell_id = c.id ORDER BY c.id"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running; a zombie is dead already, it only waits for init to reap it."""
+    out = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def children_of(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def names(procs: list[psutil.Process]) -> set[str]:
+    """The names of those still there (short-lived helpers may exit between listing and asking)."""
+    found = set()
+    for p in procs:
+        try:
+            found.add(p.name())
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def load_client_running(proc: subprocess.Popen[str]) -> bool:
+    return "dbsweep-load" in names(alive(children_of(proc)))

@@ -83,4 +83,4 @@ def test_ibench_study_runs_every_step_prints_three_tables_and_resumes(tmp: Path)
     r2 = dbsweep("run", study)
     assert "2 cells done, 0 failed" in r2.stdout, r2.stdout
     for step in ("l.i0", "l.x", "l.i1", "l.i2"):
-        assert f"b r1: {step} again, to rebuild the tables" in r2.stdout
+        assert f"b r1: {step} again, to rebuild the tables" in r2.stderr

@@ -11,9 +11,21 @@ import subprocess
 import time
 from pathlib import Path
 
-import psutil
-
-from .conftest import DBSWEEP, ROOT, dbsweep, interruptible, processes_under, wait_no_processes, write_study
+from .conftest import (
+    DBSWEEP,
+    ROOT,
+    alive,
+    children_of,
+    dbsweep,
+    done_cells,
+    load_client_running,
+    names,
+    processes_under,
+    start_run,
+    wait_for,
+    wait_no_processes,
+    write_study,
+)
 
 
 def _db(study_dir: Path) -> sqlite3.Connection:
@@ -78,98 +90,29 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
     assert not list((tmp / "ws" / "data").glob("*/*/r1/pgdata"))
 
 
-def _start_run(study: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*DBSWEEP, "run", str(study)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=interruptible,
-    )
-
-
-def _wait_for(pred, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
-
-
-def _done_cells(tmp: Path) -> list[tuple[object, ...]]:
-    p = tmp / "ws" / "results.db"
-    if not p.exists():
-        return []
-    with sqlite3.connect(p) as db:
-        try:
-            return db.execute(
-                "SELECT c.id, t.name, c.step, c.clients, c.repetition, c.status, c.finished_at, r.qps "
-                "FROM cells c JOIN targets t ON t.id = c.target_id "
-                "LEFT JOIN step_results r ON r.cell_id = c.id ORDER BY c.id"
-            ).fetchall()
-        except sqlite3.OperationalError:
-            return []
-
-
-def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
-    """Those still running; a zombie is dead already, it only waits for init to reap it."""
-    out = []
-    for p in procs:
-        try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
-def _children(proc: subprocess.Popen[str]) -> list[psutil.Process]:
-    try:
-        return psutil.Process(proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-
-
-def _names(procs: list[psutil.Process]) -> set[str]:
-    """The names of those still there (short-lived helpers may exit between listing and asking)."""
-    names = set()
-    for p in procs:
-        try:
-            names.add(p.name())
-        except psutil.NoSuchProcess:
-            continue
-    return names
-
-
-def _load_client_running(proc: subprocess.Popen[str]) -> bool:
-    return "dbsweep-load" in _names(_alive(_children(proc)))
-
-
 def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
     study = write_study(tmp, seconds=6, warmup=1)
-    proc = _start_run(study)
+    proc = start_run(study)
     try:
         # Let the load and the first point-query finish, then kill during the next step.
-        _wait_for(lambda: len(_done_cells(tmp)) >= 2)
-        _wait_for(lambda: _load_client_running(proc) or proc.poll() is not None)
+        wait_for(lambda: len(done_cells(tmp)) >= 2)
+        wait_for(lambda: load_client_running(proc) or proc.poll() is not None)
         time.sleep(1.5)
-        children = _children(proc)
-        assert {"dbsweep-load", "postgres"} <= _names(children)
+        children = children_of(proc)
+        assert {"dbsweep-load", "postgres"} <= names(children)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
         if proc.poll() is None:
             proc.kill()
-    before = _done_cells(tmp)
+    before = done_cells(tmp)
     assert 2 <= len(before) < 4, before
     # The servers and the client die with dbsweep, even on SIGKILL.
     assert not wait_no_processes(tmp, timeout=60)
-    _wait_for(lambda: not _alive(children), timeout=60)
+    wait_for(lambda: not alive(children), timeout=60)
     r = dbsweep("run", study)
     assert "0 failed" in r.stdout
-    after = _done_cells(tmp)
+    after = done_cells(tmp)
     assert after[: len(before)] == before, "finished cells were changed"
     keys = [(n, s, c, rep) for _, n, s, c, rep, st, _, _ in after if st == "done"]
     assert sorted(keys) == sorted(set(keys)), "a cell was done twice"
@@ -178,12 +121,12 @@ def test_sigkill_mid_step_loses_nothing_and_resumes(tmp: Path) -> None:
 
 def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
     study = write_study(tmp, seconds=20, warmup=1)
-    proc = _start_run(study)
+    proc = start_run(study)
     try:
-        _wait_for(lambda: len(_done_cells(tmp)) >= 1)
-        _wait_for(lambda: bool(processes_under(tmp)))
+        wait_for(lambda: len(done_cells(tmp)) >= 1)
+        wait_for(lambda: bool(processes_under(tmp)))
         time.sleep(1)
-        children = _children(proc)
+        children = children_of(proc)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
@@ -193,7 +136,7 @@ def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
     assert "interrupted" in out
     # Nothing survives an orderly interrupt: checked at once, not after a grace period.
     assert not processes_under(tmp)
-    assert children and not _alive(children)
+    assert children and not alive(children)
 
 
 def test_bad_setting_fails_the_target_with_the_server_log(tmp: Path) -> None:
@@ -239,4 +182,5 @@ def test_private_workspace_is_a_clear_error(tmp: Path) -> None:
     study = write_study(tmp, workspace=str(private / "ws"))
     r = dbsweep("run", study, check=False)
     assert r.returncode == 1
-    assert f"cannot reach {private}/ws/data" in r.stdout and "is private (mode 700)" in r.stdout
+    # Failures go to stderr; stdout keeps only the results.
+    assert f"cannot reach {private}/ws/data" in r.stderr and "is private (mode 700)" in r.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from dbsweep import __version__, procs
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.store import Store
 from dbsweep.study import Study, load_study
+from dbsweep.workspace import writing
 
 if TYPE_CHECKING:
     from dbsweep.runner import Outcome, Runner
@@ -52,13 +55,16 @@ def _study(path: Path, workspace: Path | None) -> Study:
     return study
 
 
-def _open_store(study: Study, must_exist: bool) -> Store:
+def _open_store(study: Study, must_exist: bool, read_only: bool = False) -> Store:
+    """The study's results store; a reader opens it read-only and never creates it."""
     from dbsweep.runner import store_path
 
     p = store_path(study)
     if must_exist and not p.is_file():
         raise DbsweepError(f"no results yet for {study.title}: {p} does not exist; run `dbsweep run {study.path}`.")
-    return Store(p)
+    if p.is_dir():
+        raise DbsweepError(f"the results store {p} is a directory; move it aside.")
+    return Store(p, read_only=read_only)
 
 
 def _version(value: bool) -> None:
@@ -76,12 +82,30 @@ def _main(
     """dbsweep: build, run, measure and compare database engines."""
 
 
+def _preflight(s: Study) -> str:
+    """Everything `run` would reject, before any work: problems exit with status 2 (bad input); warnings
+    go to stderr. Returns the estimate in words."""
+    from dbsweep import preflight
+
+    checked = preflight.check(s)
+    if checked.problems:
+        raise StudyError(checked.problems)
+    for w in checked.warnings:
+        err.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
+    return preflight.describe(checked.estimate)
+
+
 @app.command()
-def validate(study: StudyArg) -> None:
-    """Check a study file and print what it would run."""
+def validate(
+    study: StudyArg,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Check a study file and what it names (sizes, connections, sources, config settings) without running
+    anything; print what it would run and how long that would take."""
     from dbsweep.runner import plan
 
-    s = load_study(study)
+    s = _study(study, workspace)
+    estimate = _preflight(s)
     cells = plan(s)
     if s.suite.name == "ibench":
         from dbsweep import ibench
@@ -97,6 +121,7 @@ def validate(study: StudyArg) -> None:
         f"[green]ok[/green] {study}: engine {s.engine}, {len(s.targets)} targets "
         f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells"
     )
+    console.print(estimate, highlight=False)
 
 
 @app.command()
@@ -123,32 +148,35 @@ def run(
     from dbsweep.runner import Runner, open_run
 
     s = _study(study, workspace)
-    store = _open_store(s, must_exist=False)
-    try:
-        run_id = open_run(s, store, fresh)
+    err.print(_preflight(s), highlight=False, soft_wrap=True)
+    with writing(s.workspace_dir):
+        store = _open_store(s, must_exist=False)
         try:
-            with procs.cleanup_on_exit():
-                runner = Runner(s, store, console, rerun_failed=rerun_failed, keep_data=keep_data)
-                outcome = runner.run(run_id)
-                if until_decided:
-                    _until_decided(s, store, runner, outcome)
-        except KeyboardInterrupt:
-            err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
-            raise typer.Exit(130) from None
-        if outcome.done == 0 and outcome.failed == 0:
-            console.print(f"Nothing to run: every cell of run {run_id} has a result.")
-        else:
-            console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
-        if outcome.skipped_failed:
-            console.print(
-                f"[yellow]{outcome.skipped_failed} cells failed earlier and were not retried; "
-                "use --rerun-failed to retry them.[/yellow]"
-            )
-        terminal.render(report_data.gather(s, store, run_id), console)
-        if outcome.failed:
-            raise typer.Exit(1)
-    finally:
-        store.close()
+            run_id = open_run(s, store, fresh)
+            try:
+                with procs.cleanup_on_exit():
+                    runner = Runner(s, store, err, rerun_failed=rerun_failed, keep_data=keep_data)
+                    outcome = runner.run(run_id)
+                    if until_decided:
+                        _until_decided(s, store, runner, outcome)
+            except KeyboardInterrupt:
+                err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
+                raise typer.Exit(130) from None
+            if outcome.done == 0 and outcome.failed == 0:
+                console.print(f"Nothing to run: every cell of run {run_id} has a result.")
+            else:
+                console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+            if outcome.skipped_failed:
+                err.print(
+                    f"[yellow]{outcome.skipped_failed} cells failed earlier and were not retried; "
+                    "use --rerun-failed to retry them.[/yellow]"
+                )
+            terminal.render(report_data.gather(s, store, run_id), console)
+            # Failed cells, of this run or left failed from an earlier one, make the exit status 1.
+            if outcome.failed or outcome.skipped_failed:
+                raise typer.Exit(1)
+        finally:
+            store.close()
 
 
 def _until_decided(s: Study, store: Store, runner: Runner, outcome: Outcome) -> None:
@@ -214,19 +242,21 @@ def calibrate(
                 raise DbsweepError(f"--steps: {name!r} is not a {s.suite.name} step")
             step_list.append(full)
     c = cal.copies(s, chosen, step_list, repeats, placement)
-    store = _open_store(c, must_exist=False)
-    try:
-        run_id = open_run(c, store, fresh)
+    err.print(_preflight(c), highlight=False, soft_wrap=True)
+    with writing(c.workspace_dir):
+        store = _open_store(c, must_exist=False)
         try:
-            with procs.cleanup_on_exit():
-                outcome = Runner(c, store, console).run(run_id)
-        except KeyboardInterrupt:
-            err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
-            raise typer.Exit(130) from None
-        console.print(f"Calibration run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
-        noise = cal.analyse(c, store, run_id)
-    finally:
-        store.close()
+            run_id = open_run(c, store, fresh)
+            try:
+                with procs.cleanup_on_exit():
+                    outcome = Runner(c, store, err).run(run_id)
+            except KeyboardInterrupt:
+                err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
+                raise typer.Exit(130) from None
+            console.print(f"Calibration run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+            noise = cal.analyse(c, store, run_id)
+        finally:
+            store.close()
     table = Table(
         title=f"A-A calibration of {chosen.label} ({c.repeats} rounds, placement {c.measure.placement}, "
         f"minimum effect {c.measure.min_effect:.1%})",
@@ -266,13 +296,14 @@ def calibrate(
 @app.command()
 def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
     """Show which cells are done, failed or pending."""
-    from dbsweep.runner import plan
+    from dbsweep.runner import plan, store_path
 
     s = _study(study, workspace)
-    store = _open_store(s, must_exist=False)
+    # Nothing is created or written: without a store every cell is pending.
+    store = _open_store(s, must_exist=False, read_only=True) if store_path(s).exists() else None
     try:
-        latest = store.latest_run(s.title)
-        stored = store.statuses(latest[0]) if latest else {}
+        latest = store.latest_run(s.title) if store else None
+        stored = store.statuses(latest[0]) if store and latest else {}
         table = Table(title=f"{s.title}: run {latest[0] if latest else '(none yet)'}", title_justify="left")
         for col in ("target", "step", "clients", "rep", "status", "error"):
             table.add_column(col)
@@ -292,7 +323,8 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
         console.print(table)
         console.print(f"done {counts['done']}, failed {counts['failed']}, pending {counts['pending']}")
     finally:
-        store.close()
+        if store is not None:
+            store.close()
 
 
 FormatOpt = Annotated[
@@ -333,7 +365,7 @@ def report(
 
     fmt = parse_format(format)
     s = _study(study, workspace)
-    store = _open_store(s, must_exist=True)
+    store = _open_store(s, must_exist=True, read_only=True)
     try:
         rid = run_id if run_id is not None else _latest_run(s, store, study)
         if not store.target_ids(rid):
@@ -366,7 +398,7 @@ def compare(
     if (study_b is None) == (targets is None):
         raise DbsweepError("give a second study, or --targets BASE OTHER for two targets of one study")
     a = _study(study_a, workspace)
-    store_a = _open_store(a, must_exist=True)
+    store_a = _open_store(a, must_exist=True, read_only=True)
     try:
         run_a = _latest_run(a, store_a, study_a)
         if targets is not None:
@@ -378,7 +410,7 @@ def compare(
         else:
             assert study_b is not None
             b = _study(study_b, workspace)
-            store_b = _open_store(b, must_exist=True)
+            store_b = _open_store(b, must_exist=True, read_only=True)
             try:
                 run_b = _latest_run(b, store_b, study_b)
                 data = report_data.compare_runs(a, store_a, run_a, b, store_b, run_b, series=fmt == "html")
@@ -447,7 +479,10 @@ def build_cmd(
         for name in variant or ["def"]:
             jobs.append((source, variant_mod.builtin(name), f"{source}/{name}"))
     failed = 0
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as prog:
+    with (
+        writing(ws),
+        Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), console=err) as prog,
+    ):
         for src, var, label in jobs:
             try:
                 b = build_from_source(src, var, ws, prog, label)
@@ -490,7 +525,37 @@ def builds(workspace: WorkspaceOpt = None) -> None:
     _print_builds((workspace or Path(".dbsweep")).resolve())
 
 
+class _ToConsole(logging.Handler):
+    """dbsweep's log records (what cleanup does and waits for) as dim lines on stderr, above any bars."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        colour = "yellow" if record.levelno >= logging.WARNING else "dim"
+        err.print(f"[{colour}]{record.getMessage()}[/{colour}]", highlight=False, soft_wrap=True)
+
+
+def _os_error(e: OSError) -> str:
+    """An OS error as a sentence with the path and what to do."""
+    where = f" {e.filename}" if e.filename else ""
+    if e.errno == errno.ENOSPC:
+        return f"no space left on the disk of{where}; free some space and run again (finished cells are kept)."
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"cannot write{where}: {e.strerror}; choose a place you can write (e.g. --workspace)."
+    if e.errno == errno.EISDIR:
+        return f"{(e.filename or 'the path')} is a directory; give a file name."
+    if e.errno == errno.ENOTDIR:
+        return f"a part of{where} is a file, not a directory."
+    return f"{e.strerror or e}{':' if where else ''}{where}"
+
+
 def main() -> None:
+    import sqlite3
+
+    from dbsweep.store import explain
+
+    logger = logging.getLogger("dbsweep")
+    logger.addHandler(_ToConsole())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
     try:
         app()
     except StudyError as e:
@@ -500,3 +565,12 @@ def main() -> None:
     except DbsweepError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(1)
+    except sqlite3.Error as e:
+        err.print(f"[red]error:[/red] {explain(e)}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except OSError as e:
+        err.print(f"[red]error:[/red] {_os_error(e)}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("interrupted.")
+        sys.exit(130)

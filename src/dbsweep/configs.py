@@ -92,7 +92,16 @@ def available(engine: str) -> list[str]:
     return sorted(p.stem for p in (paths.configs_root() / engine).glob("*.conf"))
 
 
+# A config is named by its file's stem in the engine's configs directory: a name, never a path.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
 def load(engine: str, name: str) -> ConfigDiff:
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise DbsweepError(
+            f"{name!r} is not a config name: give the name of a file in "
+            f"{paths.shown(paths.configs_root() / engine)} without '.conf' (letters, digits and . _ + -), not a path"
+        )
     path = paths.configs_root() / engine / f"{name}.conf"
     if not path.is_file():
         have = ", ".join(available(engine)) or "none"

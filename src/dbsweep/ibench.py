@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dbsweep.integrity import Expectation
 from dbsweep.study import Suite
 from dbsweep.suites import STEPS
 
@@ -106,6 +107,17 @@ def expected_progress(suite: Suite, step: str) -> float | None:
     if progress_by_rows(suite, step):
         return float(step_rows(step, s) * s.clients)
     return None
+
+
+def expectation(suite: Suite, step: str) -> Expectation:
+    """A whole step inserted every row it was given; a read-write step also ran at least its seconds
+    (longer when the server could not keep up with the rate: that is its SLA's business, not a fault)."""
+    s = sizes(suite)
+    work = ("inserted_rows", step_rows(step, s) * s.clients)
+    if STEPS[step].rate:
+        return Expectation(seconds=float(s.rw_seconds), may_run_long=True, work=work)
+    # l.x is one CREATE INDEX per table after its few rows: seconds without a finished operation are normal.
+    return Expectation(steady=step != "l.x", work=work)
 
 
 def normalise(summary: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import logging
 import os
 import pwd
 import signal
@@ -18,6 +19,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+_log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -81,13 +84,30 @@ def forget(proc: subprocess.Popen[Any]) -> None:
             _children.remove(proc)
 
 
+# Waits longer than this are said out loud: a silent minute looks like a hang.
+_QUIET_WAIT_S = 5.0
+
+
 def terminate(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
     """Sends `sig`, waits, then kills; the process is reaped either way."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(sig)
         try:
-            proc.wait(timeout=timeout)
+            try:
+                proc.wait(timeout=min(timeout, _QUIET_WAIT_S))
+            except subprocess.TimeoutExpired:
+                if timeout <= _QUIET_WAIT_S:
+                    raise
+                name = Path(str(proc.args[0] if isinstance(proc.args, list) else proc.args)).name
+                _log.info(
+                    "waiting up to %.0f s more for %s (PID %d) to stop after %s",
+                    timeout - _QUIET_WAIT_S,
+                    name,
+                    proc.pid,
+                    signal.Signals(sig).name,
+                )
+                proc.wait(timeout=timeout - _QUIET_WAIT_S)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -23,7 +23,7 @@ def _from_store(path: Path, run_id: int | None) -> tuple[Study, Store, int]:
     """The study as it was when the run started (its TOML is kept with the run) and the run id."""
     if not path.is_file():
         raise DbsweepError(f"{path}: no such results store")
-    store = Store(path)
+    store = Store(path, read_only=True)
     query = "SELECT r.id, r.study_toml, s.path FROM runs r JOIN studies s ON s.id = r.study_id"
     row = (
         store.db.execute(query + " WHERE r.id = ?", (run_id,)).fetchone()
@@ -50,7 +50,7 @@ def load_data(study_or_db_path: str | Path, run_id: int | None = None) -> Report
         db = store_path(study)
         if not db.is_file():
             raise DbsweepError(f"no results yet for {study.title}: {db} does not exist")
-        store = Store(db)
+        store = Store(db, read_only=True)
         latest = store.latest_run(study.title)
         if run_id is None and latest is None:
             store.close()

@@ -18,29 +18,19 @@ from typing import Any
 
 import psycopg
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TaskID
 
-from dbsweep import __version__, configs, ibench, loadclient, placement
+from dbsweep import __version__, configs, ibench, integrity, loadclient, placement
 from dbsweep.engines import postgres
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hostinfo import host_facts
 from dbsweep.installs import get_install
 from dbsweep.measure import Sampler, instructions
+from dbsweep.progress import CellLog, bars
 from dbsweep.stepwatch import StepRun, StepWatch
 from dbsweep.store import CellKey, CellResult, Store, now
 from dbsweep.study import Study, Target
 from dbsweep.suites import IBENCH_SETUP, LOAD_STEP, SCAN_WARM_SECONDS, STEPS
-
-# A step whose failed events exceed this share of all events is marked failed.
-MAX_ERROR_RATE = 0.01
 
 
 def plan(study: Study, repeats: int | None = None, targets: set[str] | None = None) -> list[CellKey]:
@@ -91,6 +81,17 @@ def step_seconds(study: Study, step: str) -> int:
     if kind == "scan-warm":
         return SCAN_WARM_SECONDS
     return s.read_seconds if kind == "read" else s.write_seconds
+
+
+def expectation(study: Study, step: str) -> integrity.Expectation:
+    """What a whole measurement of `step` looks like (integrity.check holds every cell to it)."""
+    s = study.suite
+    if s.name == "ibench":
+        return ibench.expectation(s, step)
+    if step == LOAD_STEP:
+        # The load ends with CREATE INDEX: seconds without a finished insert are normal then.
+        return integrity.Expectation(steady=False, work=("rows", s.rows * s.tables))
+    return integrity.Expectation(seconds=float(step_seconds(study, step)))
 
 
 def target_spec(study: Study, target: Target) -> dict[str, Any]:
@@ -200,6 +201,7 @@ class Runner:
         self.host = host_facts(study.workspace_dir)
         self.load_version = loadclient.version()
         self.repeats: int | None = None  # set per call of run(): extra rounds of --until-decided
+        self.cell_log = CellLog(console, [])
         self.only: set[str] | None = None
         try:
             self.cpus = placement.plan(study.measure.placement)
@@ -231,6 +233,7 @@ class Runner:
             # Every build happens before any step runs: never benchmark while building.
             labels = {k.target for k in todo} | set(counts)
             prepared = {label: self._prepare(self.study.target(label), progress) for label in sorted(labels)}
+        self.cell_log = CellLog(self.console, [self._cell_seconds(k) for k in todo])
         with self._progress() as progress:
             overall = progress.add_task("cells", total=len(todo), unit="cells")
             for (rep, label), keys in groups.items():
@@ -305,17 +308,7 @@ class Runner:
         return count.to_dict(), None
 
     def _progress(self) -> Progress:
-        return Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[unit]}"),
-            TimeElapsedColumn(),
-            TextColumn("left"),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=False,
-        )
+        return bars(self.console)
 
     def _prepare(self, target: Target, progress: Progress) -> Prepared | str:
         """The target's install and its config fitted to the version, or why it cannot run."""
@@ -339,9 +332,25 @@ class Runner:
         self.store.write_cell(out.run_id, target_id, result)
         if result.status == "done":
             out.done += 1
+            s = result.summary or {}
+            outcome = f"done, {float(s.get('rate') or 0):,.0f} {s.get('ops_name', 'queries')}/s"
         else:
             out.failed += 1
             out.failures.append(f"{result.key}: {result.error}")
+            outcome = "failed: " + (result.error or "").splitlines()[0][:160]
+        self.cell_log.finished(str(result.key), self._cell_seconds(result.key), outcome, result.status == "done")
+
+    def _cell_seconds(self, key: CellKey) -> float:
+        """Roughly how long a cell takes, to weigh the time left: its measured seconds and warm-up, or
+        its rows at about 100k a second."""
+        s = self.study.suite
+        if s.name == "ibench":
+            z = ibench.sizes(s)
+            spec = STEPS[key.step]
+            return float(z.rw_seconds) if spec.rate else ibench.step_rows(key.step, z) * z.clients / 1e5 + 1
+        if key.step == LOAD_STEP:
+            return s.rows * s.tables / 1e5 + 2
+        return float(step_seconds(self.study, key.step) + s.warmup_seconds + 1)
 
     def _fail_all(
         self, keys: list[CellKey], target_id: int, error: str, out: Outcome, progress: Progress, overall: TaskID
@@ -377,13 +386,20 @@ class Runner:
                 progress.console.print(f"[dim]{target.label} r{rep}: initdb and start[/dim]")
                 server.init()
                 _state_file(server).write_text("")
+            else:
+                held = ", ".join(_state_file(server).read_text().split()) or "nothing yet"
+                progress.console.print(
+                    f"[dim]{target.label} r{rep}: resuming on the kept data directory {server.home} "
+                    f"(it holds: {held})[/dim]"
+                )
             server.start()
             if self.cpus.server is not None and server.proc is not None:
                 placement.pin_tree(server.proc.pid, self.cpus.server)
         except ServerError as e:
             server.stop()
-            self._fail_all(keys, target_id, str(e), out, progress, overall)
+            # Said before it is stored: a store that cannot be written (a full disk) must not hide why.
             progress.console.print(f"[red]{target.label}: {e}[/red]")
+            self._fail_all(keys, target_id, str(e), out, progress, overall)
             return
         try:
             try:
@@ -393,12 +409,16 @@ class Runner:
                 conn = loadclient.connection_to(server, via_socket=self.study.suite.connect == "socket")
                 for key in replay or []:
                     progress.console.print(f"[dim]{target.label} r{rep}: {key.step} again, to rebuild the tables[/dim]")
-                    self._step(server, conn, key, lambda m: None)
+                    mark = server.watermark()
+                    try:
+                        self._step(server, conn, key, lambda m: None)
+                    except StepError as e:
+                        raise StepError(server.disturbance_since(mark) or str(e)) from e
                     _mark_state(server, key.step)
             except (psycopg.Error, StepError) as e:
                 error = f"the server could not be readied for its steps: {e}"
-                self._fail_all(keys, target_id, error, out, progress, overall)
                 progress.console.print(f"[red]{target.label} r{rep}: {error}[/red]")
+                self._fail_all(keys, target_id, error, out, progress, overall)
                 return
             maintain_before = maintenance_points(self.study)
             for key in keys:
@@ -411,10 +431,20 @@ class Runner:
                     unit="rows" if by_rows else "s",
                 )
                 started = now()
+                mark = server.watermark()
+                step: StepRun | None = None
+                failure: str | None = None
                 try:
                     if key.step in maintain_before and key.clients == clients_of(self.study, key.step)[0]:
                         before = self._maintain(server, functools.partial(_say, progress, str(key)))
                     step = self._step(server, conn, key, _advancer(progress, task, by_rows=by_rows))
+                except StepError as e:
+                    failure = str(e)
+                # The server's own account comes first: it is the cause of whatever the client saw.
+                disturbed = server.disturbance_since(mark)
+                if disturbed is not None:
+                    failure = disturbed if failure is None else f"{disturbed}; the step saw: {failure}"
+                if failure is None and step is not None:
                     if before is not None:
                         step.summary["maintenance_before"] = before
                     result = CellResult(
@@ -434,22 +464,19 @@ class Runner:
                     )
                     if key.step in setup_steps(self.study):
                         _mark_state(server, key.step)
-                except StepError as e:
-                    result = CellResult(key, "failed", started, now(), error=str(e), build=build, provenance=prov)
-                    if server.proc is not None and server.proc.poll() is not None:
-                        result.error = (
-                            f"{e}; the server died, from {server.log}:\n{postgres.relevant_log_lines(server.log)}"
-                        )
+                else:
+                    result = CellResult(key, "failed", started, now(), error=failure, build=build, provenance=prov)
                 progress.remove_task(task)
+                if result.status == "failed":
+                    progress.console.print(f"[red]{key}: {result.error}[/red]")
                 self._record(target_id, result, out)
                 progress.advance(overall)
                 if result.status == "failed":
-                    progress.console.print(f"[red]{key}: {result.error}[/red]")
                     is_setup = key.step in setup_steps(self.study)
-                    if server.proc is None or server.proc.poll() is not None or is_setup:
+                    if disturbed is not None or is_setup:
                         rest = keys[keys.index(key) + 1 :]
-                        why = f"{key.step} failed" if is_setup else "the server died"
-                        self._fail_all(rest, target_id, f"not run: {why} ({key})", out, progress, overall)
+                        why = f"the server failed during {key}" if disturbed is not None else f"{key} failed"
+                        self._fail_all(rest, target_id, f"not run: {why}", out, progress, overall)
                         break
         finally:
             server.stop()
@@ -546,13 +573,9 @@ class Runner:
             )
         summary = ibench.normalise(output.summary) if s.name == "ibench" else _normalise(output.summary)
         summary["command"] = ["dbsweep-load", *cmd]
-        errors = int(summary.get("error_count", 0))
-        attempts = int(summary.get("events") or 0) + errors
-        if errors and errors / attempts > MAX_ERROR_RATE:
-            raise StepError(
-                f"{errors} of {attempts} events failed ({errors / attempts:.0%}, more than {MAX_ERROR_RATE:.0%}); "
-                "first errors: " + "; ".join(summary.get("error_samples", [])[:3])
-            )
+        problem = integrity.check(expectation(self.study, key.step), summary, output.seconds)
+        if problem is not None:
+            raise StepError(problem)
         run = StepRun(summary, output.seconds)
         watch.finish(run, server)
         return run

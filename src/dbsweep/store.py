@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dbsweep.errors import DbsweepError
+
 SCHEMA_VERSION = 1
 
 SCHEMA = """
@@ -201,18 +203,81 @@ class CellResult:
     histograms: dict[str, str] | None = None  # kind -> HDR V2 deflate base64 (Insert Benchmark: per operation)
 
 
-class Store:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # FULL: a committed cell survives a power cut, not only a killed process.
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(
-            f"BEGIN; {SCHEMA}; INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+class StoreError(DbsweepError):
+    """The results store cannot be read or written; the message says what to do."""
+
+
+# The stores this process opened, newest last: an SQLite error met anywhere names the store it came from.
+_opened: list[Path] = []
+
+
+def explain(e: sqlite3.Error, path: Path | None = None) -> StoreError:
+    """An SQLite error as one or two plain sentences about the store (the newest opened, unless `path`)."""
+    where = path or (_opened[-1] if _opened else Path("results.db"))
+    msg = str(e)
+    low = msg.lower()
+    if "disk is full" in low or "disk i/o error" in low:
+        return StoreError(
+            f"cannot write the results store {where}: {msg}; free some space on its disk and run again "
+            "(finished cells are kept)."
         )
+    if "readonly" in low or "read-only" in low:
+        return StoreError(
+            f"the results store {where} is read-only; `run` needs to write it (`report` and `status` read it as it is)."
+        )
+    if "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low:
+        return StoreError(
+            f"the results store {where} is damaged ({msg}); restore it from a copy, or move it aside "
+            f"(mv {where} {where}.damaged) to start afresh."
+        )
+    if "locked" in low or "busy" in low:
+        return StoreError(f"the results store {where} is busy ({msg}); another process holds it, try again.")
+    return StoreError(f"the results store {where}: {msg}")
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes: not the data, not a journal, not a WAL index. An archived store on
+    a read-only medium has no writable place for the WAL index, so it is then opened as immutable."""
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as e:
+        if "unable to open" not in str(e) and "readonly" not in str(e):
+            raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
+class Store:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        _opened.append(path)
+        try:
+            if read_only:
+                self.db = _read_only(path)
+                self._check()
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed cell survives a power cut, not only a killed process.
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(
+                f"BEGIN; {SCHEMA}; INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+            )
+            self._check()
+        except sqlite3.Error as e:
+            raise explain(e, path) from None
+
+    def _check(self) -> None:
+        """Reads every table's root and the meta row: a file that is not a store, or a truncated one, fails
+        here with a plain message rather than halfway through a report."""
+        self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        for (table,) in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            self.db.execute(f'SELECT count(*) FROM "{table}"').fetchone()
 
     def close(self) -> None:
         self.db.close()

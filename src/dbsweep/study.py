@@ -243,6 +243,17 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             problems.append((f"targets[{idx[1]}]", f"duplicate target name {label!r} (also targets[{idx[0]}])"))
     if study.base not in labels:
         problems.append(("base", f"{study.base!r} is not a target; have: {', '.join(labels)}"))
+    slugs: dict[str, int] = {}
+    for i, t in enumerate(study.targets):
+        j = slugs.setdefault(t.slug, i)
+        if j != i and study.targets[j].label != t.label:
+            problems.append(
+                (
+                    f"targets[{i}]",
+                    f"targets {study.targets[j].label!r} (targets[{j}]) and {t.label!r} would share the data "
+                    f"directory {t.slug!r}; rename one",
+                )
+            )
 
     for i, t in enumerate(study.targets):
         try:

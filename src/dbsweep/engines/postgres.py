@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pwd
 import re
@@ -25,6 +26,8 @@ from psycopg import sql
 
 from dbsweep import procs
 from dbsweep.errors import ServerError
+
+_log = logging.getLogger(__name__)
 
 SYSTEM_ROOT = Path("/usr/lib/postgresql")
 DB_USER = "dbsweep"
@@ -142,60 +145,160 @@ def _chown(path: Path, user: str | None) -> None:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def relevant_log_lines(log: Path, limit: int = 12) -> str:
-    """The lines of a server log that explain a failure, else its tail."""
     try:
-        lines = log.read_text(errors="replace").splitlines()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    except OSError as e:
+        raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
+
+
+# Lines of a server log that explain a failure: severities, and the words Postgres uses when it
+# refuses a setting or a file (the LOG line naming the parameter comes before the FATAL summary).
+_EXPLAINING = re.compile(
+    r"\b(FATAL|PANIC|ERROR|DETAIL|HINT|could not|invalid|unrecognized|outside the valid range|parameter|"
+    r"No space left|Permission denied|error)\b",
+    re.IGNORECASE,
+)
+# Lines the postmaster writes when a child crashed and it resets every backend (a crash restart).
+_CRASH = re.compile(
+    r"(was terminated by (signal|exception)|terminating any other active server processes|"
+    r"all server processes terminated; reinitializing)"
+)
+
+
+def relevant_log_lines(log: Path, limit: int = 12, start: int = 0) -> str:
+    """The lines of a server log (from byte `start`) that explain a failure, else its tail."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            lines = f.read().decode(errors="replace").splitlines()
     except OSError:
-        return f"(no log at {log})"
-    keys = re.compile(r"\b(FATAL|PANIC|ERROR|could not|invalid|unrecognized|error)\b", re.IGNORECASE)
-    hits = [ln for ln in lines if keys.search(ln)]
+        return f"    (no log at {log})"
+    hits = [ln for ln in lines if _EXPLAINING.search(ln)]
     chosen = (hits or lines)[-limit:]
     return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
 
 
-def stop_stale(datadir: Path) -> None:
-    """Stops a server a killed dbsweep left on this data directory, if any."""
-    pidfile = datadir / "postmaster.pid"
-    if not pidfile.is_file():
-        return
+def _log_size(log: Path) -> int:
     try:
-        pid = int(pidfile.read_text().split()[0])
-        proc = psutil.Process(pid)
-        if not _is_server_of(proc, datadir):
-            return
-    except (ValueError, IndexError, OSError, psutil.Error):
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """Who the server was, and how far its log went, when a step began."""
+
+    pid: int
+    started: float  # the postmaster's start time (seconds since the epoch, as the kernel gives it)
+    log_offset: int
+
+
+def _pidfile(datadir: Path) -> list[str]:
+    try:
+        return (datadir / "postmaster.pid").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _is_postmaster_of(proc: psutil.Process, datadir: Path, lines: list[str]) -> str | None:
+    """Why `proc` is provably the postmaster the PID file `lines` of `datadir` describes; None if it is not.
+
+    Proof takes three facts: the PID file names this data directory (line 2), the process runs on it
+    (its `-D` argument, or its working directory: the postmaster works in its data directory), and it
+    started when the PID file says (line 3) - a recycled PID of another process fails the last.
+    """
+    try:
+        recorded_dir = Path(lines[1]).resolve()
+        recorded_start = float(lines[2])
+    except (IndexError, ValueError):
+        return None
+    if recorded_dir != datadir.resolve():
+        return None
+    try:
+        cmdline = proc.cmdline()
+        on_dir = any(
+            a == "-D" and i + 1 < len(cmdline) and Path(cmdline[i + 1]).resolve() == recorded_dir
+            for i, a in enumerate(cmdline)
+        )
+        with contextlib.suppress(psutil.AccessDenied):
+            on_dir = on_dir or Path(proc.cwd()).resolve() == recorded_dir
+        started = proc.create_time()
+    except (psutil.Error, OSError):
+        return None
+    # The PID file holds whole seconds; the kernel's start time is finer and may be a tick apart.
+    if not on_dir or abs(started - recorded_start) > 2:
+        return None
+    return f"PID {proc.pid} runs on {recorded_dir} and started when its PID file says"
+
+
+def stop_stale(datadir: Path) -> None:
+    """Stops a server a killed dbsweep left on this data directory, if it is provably that server.
+
+    A PID file whose process is gone, or is some other process, is set aside (renamed), never
+    signalled: PIDs are recycled, and another cluster's backend may hold this one now.
+    """
+    lines = _pidfile(datadir)
+    if not lines:
         return
+    pidfile = datadir / "postmaster.pid"
+    try:
+        pid = int(lines[0])
+        proc: psutil.Process | None = psutil.Process(pid)
+    except (ValueError, IndexError):
+        pid, proc = -1, None
+    except psutil.Error:
+        proc = None
+    proof = _is_postmaster_of(proc, datadir, lines) if proc is not None else None
+    if proc is None or proof is None:
+        aside = pidfile.with_name(f"postmaster.pid.stale-{int(time.time())}")
+        with contextlib.suppress(OSError):
+            pidfile.rename(aside)
+        who = "no process" if proc is None else "a process that is not this data directory's postmaster"
+        _log.warning("stale PID file in %s names PID %s, %s; set it aside as %s", datadir, pid, who, aside.name)
+        return
+    _log.warning("a server left behind on %s is still running (%s): stopping it (fast shutdown)", datadir, proof)
     with contextlib.suppress(psutil.Error):
         proc.send_signal(signal.SIGINT)  # fast shutdown
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=5)
+            return
         except psutil.TimeoutExpired:
+            _log.warning("waiting up to 55 s more for the server on %s (PID %d) to shut down", datadir, pid)
+        try:
+            proc.wait(timeout=55)
+        except psutil.TimeoutExpired:
+            _log.warning("the server on %s (PID %d) did not shut down in 60 s: immediate shutdown", datadir, pid)
             proc.send_signal(signal.SIGQUIT)
             proc.wait(timeout=30)
 
 
-def _is_server_of(proc: psutil.Process, datadir: Path) -> bool:
-    """A postmaster by name, or one run under a wrapper (valgrind names the process after its tool)."""
-    if "postgres" in proc.name() or "postmaster" in proc.name():
-        return True
-    with contextlib.suppress(psutil.Error):
-        return str(datadir) in proc.cmdline()
-    return False
-
-
 def _wrapped_leftovers(datadir: Path) -> list[psutil.Process]:
-    """Processes of a wrapped server on `datadir`: under valgrind every backend keeps the
-    postmaster's command line (the guest's process title never reaches /proc)."""
+    """Processes of a wrapped server on `datadir`: under valgrind every backend keeps the postmaster's
+    command line (the guest's process title never reaches /proc), `-D DATADIR` included. Only those
+    count: a process that merely mentions the path (a `du`, an editor) is not ours to stop."""
     found = []
+    want = datadir.resolve()
     for p in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if str(datadir) in (p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE:
+        with contextlib.suppress(psutil.Error, OSError):
+            cmd = p.info["cmdline"] or []
+            on_dir = any(
+                a == "-D" and i + 1 < len(cmd) and Path(cmd[i + 1]).resolve() == want for i, a in enumerate(cmd)
+            )
+            if on_dir and p.status() != psutil.STATUS_ZOMBIE:
                 found.append(p)
     return found
 
@@ -218,6 +321,7 @@ class Server:
     socket_dir: Path | None = None
     proc: subprocess.Popen[Any] | None = None
     _own_socket_dir: bool = False
+    _log_start: int = 0  # where this start's lines begin in the (appended) server log
     # A command the postmaster runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
     wrapper: list[str] | None = None
 
@@ -315,6 +419,7 @@ class Server:
         for attempt in range(3):
             self.socket_dir = self._pick_socket_dir()
             self.port = free_port()
+            self._log_start = _log_size(self.log)
             logf = self.log.open("ab")
             try:
                 self.proc = procs.spawn(
@@ -352,6 +457,42 @@ class Server:
                 raise
         raise AssertionError("unreachable")
 
+    def watermark(self) -> Watermark:
+        """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
+        assert self.proc is not None, "a started server"
+        try:
+            started = psutil.Process(self.proc.pid).create_time()
+        except psutil.Error:
+            started = 0.0
+        return Watermark(self.proc.pid, started, _log_size(self.log))
+
+    def disturbance_since(self, mark: Watermark) -> str | None:
+        """Why the server that served a step is not the whole server that began it, in one sentence
+        with its evidence; None when it is the same postmaster and none of its backends crashed."""
+        excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
+        if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
+            code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
+            how = _describe_exit(code) if code is not None else "gone"
+            return f"the server died during the step: its postmaster (PID {mark.pid}) {how}; {excerpt}"
+        try:
+            started = psutil.Process(mark.pid).create_time()
+        except psutil.Error:
+            started = -1.0
+        if started != mark.started:
+            return f"the server's postmaster (PID {mark.pid}) is not the process that started the step"
+        try:
+            with self.log.open("rb") as f:
+                f.seek(mark.log_offset)
+                new = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            new = []
+        crash = [ln for ln in new if _CRASH.search(ln)]
+        if crash:
+            # The line without its timestamp and severity prefix: "server process (PID 7) was terminated by ...".
+            line = re.sub(r"^.*?\b(LOG|FATAL|PANIC):\s+", "", crash[0]).strip()
+            return f"the server crash-restarted its backends during the step (every connection was reset): {line}"
+        return None
+
     def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
         return {
             "host": "127.0.0.1",
@@ -372,8 +513,8 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise ServerError(
-                    f"Postgres exited during start (code {self.proc.returncode}); "
-                    f"from {self.log}:\n{relevant_log_lines(self.log)}"
+                    f"Postgres exited during start ({_describe_exit(self.proc.returncode)}); "
+                    f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
                 )
             try:
                 with psycopg.connect(**self.conninfo("postgres")) as c:
@@ -383,7 +524,8 @@ class Server:
                 last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 time.sleep(0.1)
         raise ServerError(
-            f"Postgres did not answer within {timeout:.0f} s ({last}); from {self.log}:\n{relevant_log_lines(self.log)}"
+            f"Postgres did not answer within {timeout:.0f} s ({last}); "
+            f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
         )
 
     def _ensure_database(self) -> None:
@@ -454,6 +596,8 @@ class Server:
         """Backends exit on their own once the postmaster is gone, but under a wrapper that can take a
         while (valgrind writes its output at exit); any still there after a grace period are killed."""
         left = _wrapped_leftovers(self.datadir)
+        if left:
+            _log.info("waiting up to 60 s for %d backends of the wrapped server on %s to exit", len(left), self.datadir)
         _, alive = psutil.wait_procs(left, timeout=60)
         for p in alive:
             with contextlib.suppress(psutil.Error):

@@ -63,6 +63,8 @@ def emit(data: ReportData, fmt: Format, out: Path | None, console: Console) -> P
         return None
     if out is None and fmt == Format.html:
         out = default_html_path(data)
+    if out is not None and out.is_dir():
+        raise DbsweepError(f"--out: {out} is a directory; give a file name, e.g. {out / f'report.{fmt.value}'}")
     body = text(data, fmt)
     if out is None:
         sys.stdout.write(body)
