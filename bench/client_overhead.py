@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import re
 import shutil
@@ -32,8 +33,9 @@ from pathlib import Path
 
 import psutil
 
-from dbsweep import loadclient, paths, procs, stats
+from dbsweep import loadclient, paths, procs
 from dbsweep.engines import postgres
+from dbsweep.verdicts import stats
 
 ROWS = 100_000
 
@@ -105,7 +107,7 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
     env = {**os.environ, "DBSWEEP_PGPASSWORD": server.password}
     cmd = [
         str(paths.load_binary()),
-        "run",
+        "sysbench",
         workload,
         "--rows",
         str(ROWS),
@@ -122,10 +124,10 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
         *extra,
     ]
     out, usage, rss = _run(cmd, env)
-    summary = [line for line in out.splitlines() if '"type":"summary"' in line][-1]
-    queries = int(re.search(r'"queries":(\d+)', summary).group(1))  # type: ignore[union-attr]
-    seconds = float(re.search(r'"seconds":([\d.]+)', summary).group(1))  # type: ignore[union-attr]
-    return _sample(queries / seconds, queries, usage, rss)
+    summary = json.loads([line for line in out.splitlines() if '"type":"summary"' in line][-1])
+    assert summary["ops_name"] == "queries", summary
+    queries = int(summary["operations"])
+    return _sample(queries / float(summary["seconds"]), queries, usage, rss)
 
 
 def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int, secs: int) -> Sample:
@@ -252,7 +254,7 @@ def main() -> None:
             server.init()
             server.start()
             conn = loadclient.connection_to(server)
-            loadclient.run(["prepare", "--rows", str(ROWS)], conn, home / "prepare.log")
+            loadclient.run(["sysbench", "prepare", "--rows", str(ROWS)], conn, home / "prepare.log")
             for rnd in range(args.rounds):
                 for name, (wl, extra, sb_test, sb_extra, floor_wl) in WORKLOADS.items():
                     for clients in args.clients:

@@ -1,89 +1,20 @@
 //! dbsweep-load: runs one benchmark step against one database and streams
-//! JSON lines on stdout: one per second, then a summary.
+//! JSON lines on stdout: one per second, then a summary envelope
+//! (`output::summary::Summary`), or an error line.
 
-mod db;
-mod ibench;
-mod metrics;
-mod workloads;
+mod driver;
+mod options;
+mod output;
+mod suites;
 
-use clap::{Parser, Subcommand};
-use db::ConnOpts;
+use clap::Parser;
+use driver::pg::PgDriver;
+use driver::Driver;
+use options::{Cli, Command, Engine};
+use output::{emit, ErrorLine};
 use serde::Serialize;
-
-#[derive(Parser)]
-#[command(name = "dbsweep-load", version, about = "Native load client of dbsweep: one benchmark step, JSON lines out")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Create and load the sbtest tables (the sysbench prepare step).
-    Prepare {
-        #[command(flatten)]
-        conn: ConnOpts,
-        #[arg(long, default_value_t = 1)]
-        tables: u32,
-        #[arg(long, default_value_t = 10_000)]
-        rows: i32,
-        /// Give id a secondary index instead of a primary key (sysbench --secondary).
-        #[arg(long)]
-        no_pk: bool,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-    },
-    /// Run one microbenchmark for a fixed time.
-    Run {
-        /// The microbenchmark, e.g. point-query.
-        workload: String,
-        #[command(flatten)]
-        conn: ConnOpts,
-        #[arg(long, default_value_t = 1)]
-        tables: u32,
-        #[arg(long, default_value_t = 10_000)]
-        rows: i32,
-        /// Client threads, one connection each.
-        #[arg(long, default_value_t = 1)]
-        clients: u32,
-        /// Measured seconds (after the warm-up).
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        /// Warm-up seconds, excluded from the statistics.
-        #[arg(long, default_value_t = 5)]
-        warmup: u64,
-        /// Send statements as plain text instead of preparing them.
-        #[arg(long)]
-        no_prepared: bool,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// sysbench's --range-size, also its --random-points for the IN-list and range workloads.
-        #[arg(long, default_value_t = 100)]
-        range: u32,
-        /// Exponent of the zipfian id distribution of update-zipf.
-        #[arg(long, default_value_t = 0.8)]
-        zipf_exp: f64,
-    },
-    /// Run one Insert Benchmark step (l.i0, l.x, l.i1, l.i2, qr100, qp100, qr500, qp500, qr1000, qp1000).
-    Ibench {
-        /// The step: l.i0 creates and loads the tables, l.x indexes them, l.i1/l.i2 insert and delete
-        /// as fast as possible, qrNNN/qpNNN run range/point queries with NNN inserts/s per client.
-        step: String,
-        #[command(flatten)]
-        conn: ConnOpts,
-        #[command(flatten)]
-        opts: ibench::Options,
-    },
-    /// List the workloads this client knows.
-    List {
-        /// One JSON object per line instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// The --range the statement counts are for.
-        #[arg(long, default_value_t = 100)]
-        range: u32,
-    },
-}
+use suites::sysbench::workloads;
+use suites::{ibench, sysbench};
 
 #[derive(Serialize)]
 struct WorkloadLine {
@@ -97,63 +28,46 @@ struct WorkloadLine {
     uses_range: bool,
 }
 
-#[derive(Serialize)]
-struct ErrorLine<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    message: &'a str,
+/// Runs a measuring subcommand on the engine's driver (compiled once per engine).
+fn run_step<D: Driver>(driver: &D, command: &Command) -> Result<(), String> {
+    match command {
+        Command::Sysbench { step, opts, .. } => sysbench::run(driver, step, opts),
+        Command::Ibench { step, opts, .. } => ibench::run(driver, step, opts),
+        Command::List { .. } => unreachable!("list connects to nothing"),
+    }
+}
+
+fn list(json: bool, range: u32) {
+    for w in workloads::ALL {
+        if json {
+            emit(&WorkloadLine {
+                name: w.name,
+                group: w.group,
+                range,
+                statements_per_event: w.queries_per_event(),
+                explicit_trx: w.explicit_trx,
+                writes: w.writes(),
+                uses_range: w.uses_range(),
+            });
+        } else {
+            println!("{}\t{}\t{}", w.name, w.group, w.queries_per_event());
+        }
+    }
 }
 
 fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Prepare { conn, tables, rows, no_pk, seed } => {
-            workloads::prepare::run(&conn, workloads::prepare::PrepareOpts { tables, rows, primary_key: !no_pk, seed })
-        }
-        Command::Run { workload, conn, tables, rows, clients, seconds, warmup, no_prepared, seed, range, zipf_exp } => {
-            match workloads::sysbench::find(&workload) {
-                None => {
-                    Err(format!("unknown workload '{workload}'; have: {}", workloads::sysbench::names().join(", ")))
-                }
-                Some(w) => workloads::exec::run(
-                    &conn,
-                    w,
-                    workloads::exec::RunOpts {
-                        tables,
-                        rows,
-                        clients,
-                        seconds,
-                        warmup,
-                        prepared: !no_prepared,
-                        seed,
-                        range,
-                        zipf_exp,
-                    },
-                ),
-            }
-        }
-        Command::Ibench { step, conn, opts } => ibench::run(&conn, &step, &opts),
+    let result = match &cli.command {
         Command::List { json, range } => {
-            for w in workloads::sysbench::ALL {
-                if json {
-                    metrics::emit(&WorkloadLine {
-                        name: w.name,
-                        group: w.group,
-                        range,
-                        statements_per_event: w.queries_per_event(),
-                        explicit_trx: w.explicit_trx,
-                        writes: w.writes(),
-                        uses_range: w.uses_range(),
-                    });
-                } else {
-                    println!("{}\t{}\t{}", w.name, w.group, w.queries_per_event());
-                }
-            }
+            list(*json, *range);
             Ok(())
         }
+        Command::Sysbench { target, .. } | Command::Ibench { target, .. } => match target.engine {
+            Engine::Postgres => run_step(&PgDriver::new(target.endpoint()), &cli.command),
+        },
     };
     if let Err(message) = result {
-        metrics::emit(&ErrorLine { kind: "error", message: &message });
+        emit(&ErrorLine { message: &message });
         eprintln!("dbsweep-load: {message}");
         std::process::exit(2);
     }

@@ -1,4 +1,4 @@
-//! The Insert Benchmark (iibench, methodology §2) for Postgres: one step per
+//! The Insert Benchmark (iibench, methodology §2) on any driver: one step per
 //! run, one table per client (pi1..piN), rows inserted at the right-hand end
 //! of the primary key and deleted from its left-hand end, with a rate-limited
 //! background load and a query thread in the read-write steps.
@@ -13,9 +13,12 @@ pub mod roles;
 pub mod rows;
 pub mod sql;
 
-use crate::db::lost::{EndedEarly, LOST};
-use crate::db::{describe, Conn, ConnOpts};
-use crate::metrics::{self, emit, Latency};
+use crate::driver::lost::{EndedEarly, LOST};
+use crate::driver::{describe, existing_tables, Dialect, Driver, Session};
+use crate::output::emit;
+use crate::output::summary::{ClientUsage, Counts, OpsName, Suite, Summary};
+use crate::output::tally::Tally;
+use crate::output::usage::{own_cpu, own_max_rss_kb};
 use clap::Args;
 use report::{ClientLive, LowTail, OpStats, OpSummary};
 use roles::{Client, ClientPlan, ClientResult, KindCount, QueryMode, StepShared, POINT_KIND};
@@ -223,38 +226,39 @@ impl Plan {
     }
 
     /// The SQL the step runs, for the summary (shown for table pi1).
-    fn sql(&self) -> StepSql {
+    fn sql(&self, d: &dyn Dialect) -> StepSql {
         let t = sql::table(1);
         let li0 = self.step == Step::Li0;
         StepSql {
-            create_table: li0.then(|| sql::create_table(&t)),
-            alter_sequence: li0.then(|| sql::alter_sequence(&t)),
-            create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t).map(|(_, s)| s).to_vec()),
+            create_table: li0.then(|| d.create_pi(&t)),
+            alter_sequence: if li0 { d.pi_id_cache(&t) } else { None },
+            create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t, d).map(|(_, s)| s).to_vec()),
             insert: sql::insert_shape(&t, self.rows_per_commit),
-            delete: self.deletes.then(|| sql::delete(&t)),
+            delete: self.deletes.then(|| d.pi_delete_oldest(&t)),
             min_id: (self.deletes || self.query == Some(QueryMode::Point)).then(|| sql::min_id(&t)),
             range_queries: (self.query == Some(QueryMode::Range))
-                .then(|| sql::RANGE_QUERIES.iter().map(|q| q.sql(&t)).collect()),
-            point_query: (self.query == Some(QueryMode::Point)).then(|| sql::point_query(&t)),
+                .then(|| sql::RANGE_QUERIES.iter().map(|q| q.sql(&t, d)).collect()),
+            point_query: (self.query == Some(QueryMode::Point)).then(|| sql::point_query(&t, d)),
             max_id: (self.query == Some(QueryMode::Point)).then(|| sql::max_id(&t)),
         }
     }
 }
 
 /// The statements of a step as run on pi1 (the other tables' differ only in the name); null when
-/// the step does not run them. Prepared statements show their $n parameters.
+/// the step does not run them. Prepared statements show their parameters as the engine's placeholders.
 #[derive(Serialize)]
 pub struct StepSql {
     create_table: Option<String>,
+    /// The id generator's cache (l.i0), null where the engine has none.
     alter_sequence: Option<String>,
     create_indexes: Option<Vec<String>>,
     /// Sent as one simple query with the rows as literals, in autocommit.
     insert: String,
-    /// Prepared: $1 the lowest id to delete from, $2 the rows of the matching insert.
+    /// Prepared: the first parameter the lowest id to delete from, the second the rows of the matching insert.
     delete: Option<String>,
     /// Run at the start and every 1000 batches by the delete generator (and by a qp step's query thread).
     min_id: Option<String>,
-    /// Prepared; a random one per query; $1 uniform in [0, 500), [0, 10000), [0, 1000) in this order.
+    /// Prepared; a random one per query; the parameter uniform in [0, 500), [0, 10000), [0, 1000) in this order.
     range_queries: Option<Vec<String>>,
     /// Prepared; the ids uniform in [min id, max id).
     point_query: Option<String>,
@@ -284,40 +288,35 @@ pub struct ErrorsByOp {
     query: u64,
 }
 
-/// The last line of an `ibench` step.
+/// The `detail` of an Insert Benchmark step's summary. The envelope (`output::summary::Summary`)
+/// holds `step`, `seconds` (wall time from the start of the inserts to the end of the step's work,
+/// index builds included), the main operation's `latency_us` and `histogram` (insert statements
+/// for load steps, queries for qr/qp), `errors`, `error_count`, `error_samples`, the client's CPU
+/// and memory, and `ended_early`; its `operations` and `rate` are, for qr/qp, `queries` and `qps`;
+/// for l.x `indexed_rows` and `ips`; for the other steps `inserted_rows` and `ips`; `events` =
+/// `operations`, `tps` = `rate`.
 ///
-/// Fields: `type` ("summary"); `step`; `clients`; `tables` (how many pi tables the step uses);
-/// `only1t`; `seed`; `deletes` (whether a deleter ran); `rows_per_client`; `rows_per_commit`;
-/// `rate_per_client` and `target_rate` (= clients × rate_per_client; both null when unlimited);
-/// `seconds` (wall time from the start of the inserts to the end of the step's work, index builds
-/// included); `insert_seconds` (start to the last inserter's end); `index_seconds` (l.x only);
-/// `inserted_rows`, `deleted_rows`, `indexed_rows` (l.x only: rows in the tables when indexed);
-/// `queries`, `query_rows` (rows the queries returned), `queries_by_kind` ({kind: {queries, rows}}
-/// for pdc, marketsegment, registersegment or point); `ips` (inserted_rows / seconds; for l.x
-/// indexed_rows / seconds), `dps`, `qps`; `achieved_rate` (the background insert rate:
-/// inserted_rows / insert_seconds); `sla_ok` (achieved_rate >= 0.95 × target_rate, null without a
-/// target); `rate_percentiles` ({ips, dps, qps} × {p50, p75, p90, p95, p99}, per-second rates,
-/// low-tail: p99 is reached or exceeded by 99 % of the seconds); `latency` ({insert, delete,
-/// query} × {statements, rows, errors, mean_us, p50_us, p95_us, p99_us, max_us, hdr, buckets},
-/// buckets being {le_256us, le_1ms, le_4ms, le_16ms, le_64ms, le_256ms, le_1s, le_4s, le_16s,
-/// gt_16s}); `latency_us` and `histogram` (the main operation's, as the other subcommands report:
-/// insert batches for load steps, queries for qr/qp); `maxop_s` (the main operation's slowest, in
-/// seconds); `errors` ({"sqlstate-XXXXX" or client-side kind: count}), `error_count`,
-/// `error_samples`, `errors_by_op` ({insert, delete, query}); `client_cpu_user_s`,
-/// `client_cpu_sys_s`, `client_max_rss_kb`; `rows_after` ({table: count(*) after the step}, load
-/// steps only); `sql` (the statements, see StepSql); `ended_early`: null when every connection
-/// lasted to the end, else `{"connections_lost": N, "at_s": F, "reason": "..."}`: how many
-/// connections broke during the step (an I/O error, EOF or reset, or a FATAL from the server, e.g.
-/// "57P02: terminating connection because of crash of another server process"), the seconds from
-/// the step's start (the origin of the per-second lines' `t_sec`) to the first loss, and its
-/// reason. A thread whose connection is lost stops: a client without its inserter stops, and a
+/// Fields: `clients`; `tables` (how many pi tables the step uses); `only1t`; `seed`; `deletes`
+/// (whether a deleter ran); `rows_per_client`; `rows_per_commit`; `rate_per_client` and
+/// `target_rate` (= clients × rate_per_client; both null when unlimited); `insert_seconds` (start
+/// to the last inserter's end); `index_seconds` (l.x only); `inserted_rows`, `deleted_rows`,
+/// `indexed_rows` (l.x only: rows in the tables when indexed); `queries`, `query_rows` (rows the
+/// queries returned), `queries_by_kind` ({kind: {queries, rows}} for pdc, marketsegment,
+/// registersegment or point); `ips` (inserted_rows / seconds; for l.x indexed_rows / seconds),
+/// `dps`, `qps`; `achieved_rate` (the background insert rate: inserted_rows / insert_seconds);
+/// `sla_ok` (achieved_rate >= 0.95 × target_rate, null without a target); `rate_percentiles`
+/// ({ips, dps, qps} × {p50, p75, p90, p95, p99}, per-second rates, low-tail: p99 is reached or
+/// exceeded by 99 % of the seconds); `latency` ({insert, delete, query} × {statements, rows,
+/// errors, mean_us, p50_us, p95_us, p99_us, max_us, hdr, buckets}, buckets being {le_256us,
+/// le_1ms, le_4ms, le_16ms, le_64ms, le_256ms, le_1s, le_4s, le_16s, gt_16s}); `maxop_s` (the
+/// main operation's slowest, in seconds); `errors_by_op` ({insert, delete, query});
+/// `rows_after` ({table: count(*) after the step}, load steps only); `sql` (the statements, see
+/// StepSql). A thread whose connection is lost stops: a client without its inserter stops, and a
 /// read-write step whose query threads are all gone ends; after a loss l.x builds no indexes and
-/// no rows are counted (`index_seconds`, `indexed_rows` and `rows_after` are null).
+/// no rows are counted (`index_seconds`, `indexed_rows` and `rows_after` are null, and the
+/// envelope's `operations` for l.x falls back to the inserted rows, as `ips` does).
 #[derive(Serialize)]
-pub struct Summary {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    step: &'static str,
+pub struct IbenchDetail {
     clients: u32,
     tables: u32,
     only1t: bool,
@@ -327,7 +326,6 @@ pub struct Summary {
     rows_per_commit: u64,
     rate_per_client: Option<u64>,
     target_rate: Option<u64>,
-    seconds: f64,
     insert_seconds: f64,
     index_seconds: Option<f64>,
     inserted_rows: u64,
@@ -343,39 +341,30 @@ pub struct Summary {
     sla_ok: Option<bool>,
     rate_percentiles: RatePercentiles,
     latency: Latencies,
-    latency_us: Latency,
-    histogram: String,
     maxop_s: f64,
-    errors: BTreeMap<String, u64>,
-    error_count: u64,
-    error_samples: Vec<String>,
     errors_by_op: ErrorsByOp,
-    client_cpu_user_s: f64,
-    client_cpu_sys_s: f64,
-    client_max_rss_kb: u64,
     rows_after: Option<BTreeMap<String, u64>>,
     sql: StepSql,
-    ended_early: Option<EndedEarly>,
 }
 
-/// What the step's driver thread hands back.
+/// What the step's thread hands back.
 struct Outcome {
     result: ClientResult,
     kinds: [KindCount; 4],
     seconds: f64,
     insert_seconds: f64,
     index_seconds: Option<f64>,
-    cpu: (f64, f64),
+    usage: ClientUsage,
     rows_after: Option<BTreeMap<String, u64>>,
 }
 
-fn exec(c: &mut Conn, sql: &str) -> Result<(), String> {
+fn exec<S: Session>(c: &mut S, sql: &str) -> Result<(), String> {
     c.simple(sql).map(|_| ()).map_err(|e| format!("{sql}: {}", describe(&e)))
 }
 
-fn count_rows(c: &mut Conn, table: &str) -> Result<u64, String> {
+fn count_rows<S: Session>(c: &mut S, table: &str) -> Result<u64, String> {
     let q = sql::count(table);
-    let rows = c.simple_rows(&q).map_err(|e| format!("{q}: {}", describe(&e)))?;
+    let rows = c.rows(&q).map_err(|e| format!("{q}: {}", describe(&e)))?;
     rows.first()
         .and_then(|r| r.first())
         .and_then(|v| v.as_deref())
@@ -385,32 +374,24 @@ fn count_rows(c: &mut Conn, table: &str) -> Result<u64, String> {
 
 /// l.i0: drops every pi table (not only this step's, so the database holds only what the step
 /// made) and creates the step's tables.
-fn create_tables(c: &mut Conn, plan: &Plan) -> Result<(), String> {
-    let old = c
-        .simple_rows("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^pi[0-9]+$'")
-        .map_err(|e| describe(&e))?;
-    for t in old.into_iter().filter_map(|mut r| r.pop().flatten()) {
+fn create_tables<S: Session>(c: &mut S, d: &dyn Dialect, plan: &Plan) -> Result<(), String> {
+    for t in existing_tables(c, d, "pi")? {
         exec(c, &format!("DROP TABLE IF EXISTS {t}"))?;
     }
     for t in plan.table_names() {
-        exec(c, &sql::create_table(&t))?;
-        exec(c, &sql::alter_sequence(&t))?;
+        exec(c, &d.create_pi(&t))?;
+        if let Some(cache) = d.pi_id_cache(&t) {
+            exec(c, &cache)?;
+        }
     }
     Ok(())
 }
 
 /// The other steps need the tables l.i0 made.
-fn check_tables(c: &mut Conn, plan: &Plan) -> Result<(), String> {
-    let names: Vec<String> = plan.table_names().iter().map(|t| format!("'{t}'")).collect();
-    let q = format!("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname = ANY(ARRAY[{}])", names.join(", "));
-    let have = c
-        .simple_rows(&q)
-        .map_err(|e| describe(&e))?
-        .first()
-        .and_then(|r| r.first().cloned().flatten())
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(0);
-    if have != plan.tables {
+fn check_tables<S: Session>(c: &mut S, d: &dyn Dialect, plan: &Plan) -> Result<(), String> {
+    let existing = existing_tables(c, d, "pi")?;
+    let have = plan.table_names().iter().filter(|t| existing.contains(t)).count();
+    if have != plan.tables as usize {
         let flag = if plan.only1t { " --only1t" } else { "" };
         return Err(format!(
             "{} needs tables pi1..pi{} but only {have} of them exist; run l.i0 with --clients {}{flag} first",
@@ -422,15 +403,15 @@ fn check_tables(c: &mut Conn, plan: &Plan) -> Result<(), String> {
 
 /// l.x: the three indexes on every table, one connection per table, in parallel (each iibench
 /// client indexes its own table).
-fn create_indexes(conn: &ConnOpts, plan: &Plan) -> Result<(), String> {
+fn create_indexes<D: Driver>(driver: &D, plan: &Plan) -> Result<(), String> {
     let handles: Vec<_> = plan
         .table_names()
         .into_iter()
         .map(|t| {
-            let conn = conn.clone();
+            let driver = driver.clone();
             std::thread::spawn(move || -> Result<(), String> {
-                let mut c = conn.connect()?;
-                for (_, s) in sql::create_indexes(&t) {
+                let mut c = driver.connect()?;
+                for (_, s) in sql::create_indexes(&t, driver.dialect()) {
                     exec(&mut c, &s)?;
                 }
                 Ok(())
@@ -445,20 +426,20 @@ fn create_indexes(conn: &ConnOpts, plan: &Plan) -> Result<(), String> {
 
 /// Runs the step: setup, then (sending the start instant to the reporter) the clients, then l.x's
 /// indexes and the row counts.
-fn drive(
-    conn: &ConnOpts,
+fn drive<D: Driver>(
+    driver: &D,
     plan: &Plan,
     live: &Arc<Vec<ClientLive>>,
     started: mpsc::Sender<Instant>,
 ) -> Result<Outcome, String> {
-    let mut admin = conn.connect()?;
+    let mut admin = driver.connect()?;
     if plan.step == Step::Li0 {
-        create_tables(&mut admin, plan)?;
+        create_tables(&mut admin, driver.dialect(), plan)?;
     } else {
-        check_tables(&mut admin, plan)?;
+        check_tables(&mut admin, driver.dialect(), plan)?;
     }
     let filler = rows::filler(plan.seed, rows::FILLER_LEN);
-    let clients = (0..plan.clients).map(|i| Client::connect(conn, plan.client(i))).collect::<Result<Vec<_>, _>>()?;
+    let clients = (0..plan.clients).map(|i| Client::connect(driver, plan.client(i))).collect::<Result<Vec<_>, _>>()?;
     // One delete bound per table, starting at its minimum id.
     let mut bounds: BTreeMap<String, Arc<AtomicI64>> = BTreeMap::new();
     for c in &clients {
@@ -466,7 +447,7 @@ fn drive(
     }
     let step = Arc::new(StepShared::new(if plan.query.is_some() { plan.clients } else { 0 }));
     let start = Instant::now();
-    let cpu0 = metrics::own_cpu();
+    let cpu0 = own_cpu();
     let _ = started.send(start);
     let running: Vec<_> = clients
         .into_iter()
@@ -496,12 +477,12 @@ fn drive(
     let mut index_seconds = None;
     if plan.step == Step::Lx && !lost {
         let t0 = Instant::now();
-        create_indexes(conn, plan)?;
+        create_indexes(driver, plan)?;
         index_seconds = Some(t0.elapsed().as_secs_f64());
     }
     let seconds = start.elapsed().as_secs_f64();
-    let (u1, s1) = metrics::own_cpu();
-    let cpu = (u1 - cpu0.0, s1 - cpu0.1);
+    let (u1, s1) = own_cpu();
+    let usage = ClientUsage { cpu_user_s: u1 - cpu0.0, cpu_sys_s: s1 - cpu0.1, max_rss_kb: own_max_rss_kb() };
     // Counting a large table takes a while, so the read-write steps skip it; outside the measured time.
     let rows_after = if plan.step.is_read_write() || lost {
         None
@@ -513,33 +494,34 @@ fn drive(
         }
         Some(m)
     };
-    Ok(Outcome { result, kinds, seconds, insert_seconds, index_seconds, cpu, rows_after })
+    Ok(Outcome { result, kinds, seconds, insert_seconds, index_seconds, usage, rows_after })
 }
 
 /// `dbsweep-load ibench STEP`: checks the options, runs the step while printing a line per second,
 /// then prints the summary.
-pub fn run(conn: &ConnOpts, step: &str, opts: &Options) -> Result<(), String> {
+pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), String> {
     let plan = Plan::new(step, opts)?;
     let live: Arc<Vec<ClientLive>> = Arc::new((0..plan.clients).map(|_| ClientLive::default()).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    let driver = {
-        let (conn, plan, live, stop) = (conn.clone(), plan.clone(), live.clone(), stop.clone());
+    let dialect = driver.dialect();
+    let stepper = {
+        let (driver, plan, live, stop) = (driver.clone(), plan.clone(), live.clone(), stop.clone());
         std::thread::spawn(move || {
-            let r = drive(&conn, &plan, &live, tx);
+            let r = drive(&driver, &plan, &live, tx);
             stop.store(true, Relaxed);
             r
         })
     };
     let join = |d: std::thread::JoinHandle<Result<Outcome, String>>| {
-        d.join().map_err(|_| "the ibench driver thread panicked".to_string())?
+        d.join().map_err(|_| "the ibench step thread panicked".to_string())?
     };
     // No start instant means the setup failed: its error is the driver's result.
     let Ok(start) = rx.recv() else {
-        return join(driver).map(|_| ());
+        return join(stepper).map(|_| ());
     };
     let samples = report::report_seconds(&live, &stop, start, plan.query.is_some());
-    let out = join(driver)?;
+    let out = join(stepper)?;
     let ended_early = LOST.ended_early(start);
     if let Some(e) = &ended_early {
         eprintln!(
@@ -547,11 +529,17 @@ pub fn run(conn: &ConnOpts, step: &str, opts: &Options) -> Result<(), String> {
             e.connections_lost, e.at_s, e.reason
         );
     }
-    emit(&summarize(&plan, out, &samples, ended_early));
+    emit(&summarize(&plan, dialect, out, &samples, ended_early));
     Ok(())
 }
 
-fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: Option<EndedEarly>) -> Summary {
+fn summarize(
+    plan: &Plan,
+    dialect: &dyn Dialect,
+    out: Outcome,
+    samples: &report::Samples,
+    ended_early: Option<EndedEarly>,
+) -> Summary<IbenchDetail> {
     let r = &out.result;
     let secs = out.seconds.max(1e-9);
     let inserted = r.insert.tally.rows;
@@ -564,17 +552,9 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: 
     let target = plan.rate.map(|r| r * plan.clients as u64);
     let achieved = inserted as f64 / out.insert_seconds.max(1e-9);
     let main = if plan.query.is_some() { &r.query } else { &r.insert };
-    let mut errors = BTreeMap::new();
-    let mut samples_err = Vec::new();
+    let mut errors = Tally::new();
     for op in [&r.insert, &r.delete, &r.query] {
-        for (k, v) in &op.tally.errors {
-            *errors.entry(k.clone()).or_insert(0) += v;
-        }
-        for m in &op.tally.error_samples {
-            if samples_err.len() < 5 && !samples_err.contains(m) {
-                samples_err.push(m.clone());
-            }
-        }
+        errors.merge_errors(&op.tally);
     }
     let used_kinds: BTreeMap<&'static str, KindCount> = match plan.query {
         Some(QueryMode::Range) => sql::RANGE_QUERIES.iter().map(|q| q.kind).zip(out.kinds).collect(),
@@ -582,9 +562,16 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: 
         None => BTreeMap::new(),
     };
     let op_max = |s: &OpStats| if s.tally.latency.is_empty() { 0 } else { s.tally.latency.max() };
-    Summary {
-        kind: "summary",
-        step: plan.name,
+    let ips = indexed_rows.unwrap_or(inserted) as f64 / secs;
+    let qps = queries as f64 / secs;
+    // The method's throughput of the step (§4.1 table 1).
+    let (ops_name, operations, rate) = match plan.step {
+        Step::ReadWrite { .. } => (OpsName::Queries, queries, qps),
+        Step::Lx => (OpsName::IndexedRows, indexed_rows.unwrap_or(inserted), ips),
+        Step::Li0 | Step::Li1 | Step::Li2 => (OpsName::Rows, inserted, ips),
+    };
+    let counts = Counts { ops_name, operations, events: operations, seconds: out.seconds, rate, tps: rate };
+    let detail = IbenchDetail {
         clients: plan.clients,
         tables: plan.tables,
         only1t: plan.only1t,
@@ -594,7 +581,6 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: 
         rows_per_commit: plan.rows_per_commit,
         rate_per_client: plan.rate,
         target_rate: target,
-        seconds: out.seconds,
         insert_seconds: out.insert_seconds,
         index_seconds: out.index_seconds,
         inserted_rows: inserted,
@@ -603,9 +589,9 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: 
         queries,
         query_rows: r.query.tally.rows,
         queries_by_kind: used_kinds,
-        ips: indexed_rows.unwrap_or(inserted) as f64 / secs,
+        ips,
         dps: deleted as f64 / secs,
-        qps: queries as f64 / secs,
+        qps,
         achieved_rate: achieved,
         sla_ok: target.map(|t| achieved >= 0.95 * t as f64),
         rate_percentiles: RatePercentiles {
@@ -614,24 +600,20 @@ fn summarize(plan: &Plan, out: Outcome, samples: &report::Samples, ended_early: 
             qps: LowTail::of(&samples.qps),
         },
         latency: Latencies { insert: r.insert.summary(), delete: r.delete.summary(), query: r.query.summary() },
-        latency_us: Latency::of(&main.tally.latency),
-        histogram: metrics::encode_histogram(&main.tally.latency),
         maxop_s: op_max(main) as f64 / 1e6,
-        error_count: errors.values().sum(),
-        errors,
-        error_samples: samples_err,
         errors_by_op: ErrorsByOp {
             insert: r.insert.error_count(),
             delete: r.delete.error_count(),
             query: r.query.error_count(),
         },
-        client_cpu_user_s: out.cpu.0,
-        client_cpu_sys_s: out.cpu.1,
-        client_max_rss_kb: metrics::own_max_rss_kb(),
         rows_after: out.rows_after,
-        sql: plan.sql(),
-        ended_early,
-    }
+        sql: plan.sql(dialect),
+    };
+    Summary::new(Suite::Ibench, plan.name, counts, detail)
+        .latency(&main.tally.latency)
+        .errors(&errors)
+        .usage(out.usage)
+        .ended_early(ended_early)
 }
 
 #[cfg(test)]
@@ -690,5 +672,112 @@ mod tests {
         assert!(err("qp100", Options { rows: Some(5), seconds: Some(5), ..opts() }).contains("not both"));
         assert!(err("l.x", Options { rate: Some(5), ..opts() }).contains("neither"));
         assert!(err("l.i0", Options { rows: Some(5), seconds: Some(5), ..opts() }).contains("takes --rows"));
+    }
+
+    /// A step's outcome: `inserts` insert batches of 50 rows (1 ms each), `queries` queries (2 ms
+    /// each, 10 rows, all of kind pdc), one failed delete, over 10 s.
+    fn outcome(inserts: u64, queries: u64, rows_after: Option<BTreeMap<String, u64>>) -> Outcome {
+        let live = report::ClientLive::default();
+        let mut result = ClientResult::default();
+        for _ in 0..inserts {
+            result.insert.ok(&live.ins, 1000, 50, 50);
+        }
+        for _ in 0..queries {
+            result.query.ok(&live.qry, 2000, 10, 1);
+        }
+        result.delete.err(&live.del, &crate::driver::DbError::Closed("gone".into()));
+        let mut kinds = [KindCount::default(); 4];
+        kinds[0] = KindCount { queries, rows: queries * 10 };
+        Outcome {
+            result,
+            kinds,
+            seconds: 10.0,
+            insert_seconds: 8.0,
+            index_seconds: None,
+            usage: ClientUsage { cpu_user_s: 1.0, cpu_sys_s: 0.5, max_rss_kb: 2048 },
+            rows_after,
+        }
+    }
+
+    fn envelope(step: &str, o: Options, out: Outcome) -> serde_json::Value {
+        let plan = Plan::new(step, &o).unwrap();
+        let samples = report::Samples { ips: vec![500.0; 10], dps: vec![0.0; 10], qps: vec![50.0; 10] };
+        let s = summarize(&plan, &crate::driver::pg::DIALECT, out, &samples, None);
+        crate::output::summary::check_envelope(&s)
+    }
+
+    fn common(v: &serde_json::Value) -> (String, String, String, u64, u64, f64, f64) {
+        (
+            v["suite"].as_str().unwrap().into(),
+            v["step"].as_str().unwrap().into(),
+            v["ops_name"].as_str().unwrap().into(),
+            v["operations"].as_u64().unwrap(),
+            v["events"].as_u64().unwrap(),
+            v["rate"].as_f64().unwrap(),
+            v["tps"].as_f64().unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_load_step_reports_inserted_rows_per_second() {
+        let after = BTreeMap::from([("pi1".to_string(), 5000), ("pi2".to_string(), 5000)]);
+        let v = envelope("l.i0", Options { rows: Some(2500), ..opts() }, outcome(100, 0, Some(after)));
+        assert_eq!(common(&v), ("ibench".into(), "l.i0".into(), "rows".into(), 5000, 5000, 500.0, 500.0));
+        assert_eq!((v["seconds"].as_f64(), v["latency_us"]["p50"].as_u64()), (Some(10.0), Some(1000)));
+        assert_eq!(
+            (&v["error_count"], &v["errors"]),
+            (&serde_json::json!(1), &serde_json::json!({"connection-closed": 1}))
+        );
+        assert_eq!((v["client_cpu_sys_s"].as_f64(), v["client_max_rss_kb"].as_u64()), (Some(0.5), Some(2048)));
+        let d = &v["detail"];
+        assert_eq!(
+            (&d["inserted_rows"], &d["ips"], &d["rows_after"]["pi2"]),
+            (&serde_json::json!(5000), &serde_json::json!(500.0), &serde_json::json!(5000))
+        );
+        assert_eq!(
+            (&d["target_rate"], &d["sla_ok"], &d["errors_by_op"]["delete"]),
+            (&serde_json::json!(null), &serde_json::json!(null), &serde_json::json!(1))
+        );
+        assert_eq!(d["achieved_rate"], 625.0);
+        assert!(d["sql"]["create_table"].as_str().unwrap().starts_with("CREATE TABLE pi1 "));
+        assert!(d["sql"]["alter_sequence"].is_string());
+        assert_eq!(d["latency"]["insert"]["statements"], 100);
+        assert_eq!(d["rate_percentiles"]["ips"]["p99"], 500.0);
+    }
+
+    #[test]
+    fn l_x_reports_indexed_rows_per_second() {
+        let after = BTreeMap::from([("pi1".to_string(), 30_000), ("pi2".to_string(), 30_000)]);
+        let v = envelope("l.x", opts(), outcome(4, 0, Some(after)));
+        assert_eq!(common(&v), ("ibench".into(), "l.x".into(), "indexed rows".into(), 60_000, 60_000, 6000.0, 6000.0));
+        let d = &v["detail"];
+        assert_eq!(
+            (&d["indexed_rows"], &d["inserted_rows"], &d["ips"]),
+            (&serde_json::json!(60_000), &serde_json::json!(200), &serde_json::json!(6000.0))
+        );
+        assert_eq!(d["sql"]["create_indexes"].as_array().unwrap().len(), 3);
+        // After a lost connection nothing was indexed or counted: operations fall back as ips does.
+        let v = envelope("l.x", opts(), outcome(4, 0, None));
+        assert_eq!(common(&v), ("ibench".into(), "l.x".into(), "indexed rows".into(), 200, 200, 20.0, 20.0));
+        assert_eq!(v["detail"]["indexed_rows"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_read_write_step_reports_queries_per_second() {
+        let v = envelope("qr100", Options { seconds: Some(10), ..opts() }, outcome(40, 500, None));
+        assert_eq!(common(&v), ("ibench".into(), "qr100".into(), "queries".into(), 500, 500, 50.0, 50.0));
+        // The main operation is the query.
+        assert_eq!(v["latency_us"]["p50"], 2000);
+        let d = &v["detail"];
+        assert_eq!(
+            (&d["queries"], &d["qps"], &d["target_rate"], &d["inserted_rows"]),
+            (&serde_json::json!(500), &serde_json::json!(50.0), &serde_json::json!(200), &serde_json::json!(2000))
+        );
+        // 2000 rows in 8 s = 250/s, above 95 % of 200.
+        assert_eq!((&d["achieved_rate"], &d["sla_ok"]), (&serde_json::json!(250.0), &serde_json::json!(true)));
+        assert_eq!(d["queries_by_kind"]["pdc"], serde_json::json!({"queries": 500, "rows": 5000}));
+        assert_eq!(d["queries_by_kind"].as_object().unwrap().len(), 3);
+        assert!(d["sql"]["range_queries"][0].as_str().unwrap().contains("price >= $1"));
+        assert!(d["sql"]["delete"].as_str().unwrap().starts_with("DELETE FROM pi1 "));
     }
 }

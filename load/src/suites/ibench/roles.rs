@@ -9,8 +9,7 @@ use super::pace::Pacer;
 use super::report::{ClientLive, OpStats};
 use super::rows::{self, RowGen};
 use super::sql;
-use crate::db::{describe, Conn, ConnOpts, DbError, Param};
-use bytes::BytesMut;
+use crate::driver::{describe, DbError, Driver, Session};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -51,16 +50,6 @@ pub struct ClientPlan {
     pub query: Option<QueryMode>,
     /// The step's seed plus the client number.
     pub seed: u64,
-}
-
-/// An i64 statement parameter.
-struct Int(i64);
-
-impl Param for Int {
-    #[inline]
-    fn write_text(&self, out: &mut BytesMut) {
-        crate::db::put_int(out, self.0);
-    }
 }
 
 /// A delete of `rows` rows from id `from` up.
@@ -128,52 +117,53 @@ struct Shared {
 }
 
 /// One client, connected and prepared, not started.
-pub struct Client {
+pub struct Client<S> {
     plan: ClientPlan,
-    insert: Conn,
+    insert: S,
     /// The generator's connection, for SELECT min(transactionid); only with deletes.
-    generator: Option<Conn>,
-    delete: Option<Conn>,
-    query: Option<Conn>,
+    generator: Option<S>,
+    delete: Option<S>,
+    query: Option<S>,
     /// min(transactionid) when connected (0 for an empty table).
     pub min_id: i64,
 }
 
 /// SELECT min/max(transactionid): None for an empty table.
-fn read_id(conn: &mut Conn, sql: &str) -> Result<Option<i64>, DbError> {
-    let rows = conn.simple_rows(sql)?;
+fn read_id<S: Session>(conn: &mut S, sql: &str) -> Result<Option<i64>, DbError> {
+    let rows = conn.rows(sql)?;
     let v = rows.first().and_then(|r| r.first()).cloned().flatten();
     v.map(|s| s.parse::<i64>().map_err(|e| DbError::Client(format!("{sql}: {e}")))).transpose()
 }
 
-impl Client {
+impl<S: Session> Client<S> {
     /// Opens and prepares every connection the plan needs, so the clock starts with all of them ready.
-    pub fn connect(opts: &ConnOpts, plan: ClientPlan) -> Result<Client, String> {
+    pub fn connect<D: Driver<Session = S>>(driver: &D, plan: ClientPlan) -> Result<Client<S>, String> {
+        let dialect = driver.dialect();
         let t = &plan.table;
         let fail = |what: &str, e: DbError| format!("client {}: {what}: {}", plan.index + 1, describe(&e));
-        let insert = opts.connect()?;
+        let insert = driver.connect()?;
         let (mut generator, mut delete, mut query) = (None, None, None);
         let mut min_id = None;
         if plan.deletes {
-            let mut g = opts.connect()?;
+            let mut g = driver.connect()?;
             min_id = read_id(&mut g, &sql::min_id(t)).map_err(|e| fail("reading min(transactionid)", e))?;
             generator = Some(g);
-            let mut d = opts.connect()?;
-            let del = sql::delete(t);
+            let mut d = driver.connect()?;
+            let del = dialect.pi_delete_oldest(t);
             d.prepare(&[("del", del.as_str())]).map_err(|e| fail("preparing the delete", e))?;
             delete = Some(d);
         }
         if let Some(mode) = plan.query {
-            let mut q = opts.connect()?;
+            let mut q = driver.connect()?;
             match mode {
                 QueryMode::Range => {
-                    let texts: Vec<String> = sql::RANGE_QUERIES.iter().map(|r| r.sql(t)).collect();
+                    let texts: Vec<String> = sql::RANGE_QUERIES.iter().map(|r| r.sql(t, dialect)).collect();
                     let named: Vec<(&str, &str)> =
                         ["q0", "q1", "q2"].into_iter().zip(texts.iter().map(String::as_str)).collect();
                     q.prepare(&named).map_err(|e| fail("preparing the range queries", e))?;
                 }
                 QueryMode::Point => {
-                    let point = sql::point_query(t);
+                    let point = sql::point_query(t, dialect);
                     q.prepare(&[("qp", point.as_str())]).map_err(|e| fail("preparing the point query", e))?;
                     if min_id.is_none() {
                         min_id = read_id(&mut q, &sql::min_id(t)).map_err(|e| fail("reading min(transactionid)", e))?;
@@ -271,9 +261,9 @@ struct Outlets {
 
 /// Makes the client's insert batches (and their deletes) at the planned rate. A full queue blocks
 /// it: nothing is dropped, the step runs longer instead.
-fn generate(
+fn generate<S: Session>(
     plan: &ClientPlan,
-    mut conn: Option<Conn>,
+    mut conn: Option<S>,
     mut out: Outlets,
     shared: &Shared,
     start: Instant,
@@ -343,8 +333,8 @@ fn micros(t0: Instant) -> u64 {
     (t0.elapsed().as_micros() as u64).max(1)
 }
 
-fn insert_loop(
-    mut conn: Conn,
+fn insert_loop<S: Session>(
+    mut conn: S,
     rx: Receiver<String>,
     pool: Sender<String>,
     live: &ClientLive,
@@ -369,11 +359,11 @@ fn insert_loop(
     (st, Instant::now())
 }
 
-fn delete_loop(mut conn: Conn, rx: Receiver<Delete>, live: &ClientLive) -> OpStats {
+fn delete_loop<S: Session>(mut conn: S, rx: Receiver<Delete>, live: &ClientLive) -> OpStats {
     let mut st = OpStats::new();
     for d in rx {
         let t0 = Instant::now();
-        let r = conn.execute("del", &[Int(d.from), Int(d.rows)]);
+        let r = conn.execute("del", &[d.from, d.rows]);
         let us = micros(t0);
         match r {
             Ok(o) => st.ok(&live.del, us, o.affected, o.affected),
@@ -386,14 +376,19 @@ fn delete_loop(mut conn: Conn, rx: Receiver<Delete>, live: &ClientLive) -> OpSta
     st
 }
 
-fn query_loop(mut conn: Conn, plan: &ClientPlan, shared: &Shared, live: &ClientLive) -> (OpStats, [KindCount; 4]) {
+fn query_loop<S: Session>(
+    mut conn: S,
+    plan: &ClientPlan,
+    shared: &Shared,
+    live: &ClientLive,
+) -> (OpStats, [KindCount; 4]) {
     let mut st = OpStats::new();
     let mut kinds = [KindCount::default(); 4];
     // Its own stream, apart from the rows', still reproducible from the seed.
     let mut rng = SmallRng::seed_from_u64(plan.seed ^ 0x9E37_79B9_7F4A_7C15);
     let max_sql = sql::max_id(&plan.table);
     let mut max_id = shared.next_delete.load(Relaxed) + 1;
-    let mut ids: [Int; sql::ROWS_PER_QUERY as usize] = std::array::from_fn(|_| Int(0));
+    let mut ids = [0i64; sql::ROWS_PER_QUERY as usize];
     let mut n = 0u64;
     while !shared.inserted.load(Relaxed) {
         let (kind, r, us) = match plan.query {
@@ -401,7 +396,7 @@ fn query_loop(mut conn: Conn, plan: &ClientPlan, shared: &Shared, live: &ClientL
                 let k = rng.gen_range(0..sql::RANGE_QUERIES.len());
                 let v = rng.gen_range(0..sql::RANGE_QUERIES[k].bound) as i64;
                 let t0 = Instant::now();
-                let r = conn.execute(["q0", "q1", "q2"][k], &[Int(v)]);
+                let r = conn.execute(["q0", "q1", "q2"][k], &[v]);
                 (k, r, micros(t0))
             }
             Some(QueryMode::Point) => {
@@ -416,7 +411,7 @@ fn query_loop(mut conn: Conn, plan: &ClientPlan, shared: &Shared, live: &ClientL
                 let lo = shared.next_delete.load(Relaxed);
                 let hi = max_id.max(lo + 1);
                 for id in ids.iter_mut() {
-                    id.0 = rng.gen_range(lo..hi);
+                    *id = rng.gen_range(lo..hi);
                 }
                 let t0 = Instant::now();
                 let r = conn.execute("qp", &ids);

@@ -2,8 +2,7 @@
 //! A generator yields one value, or several for an IN-list.
 
 use super::prepare::digit_groups;
-use crate::db::{put_int, Param};
-use bytes::BytesMut;
+use crate::driver::{Param, ParamValue};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use std::fmt;
@@ -196,10 +195,10 @@ impl Value {
 
 impl Param for Value {
     #[inline]
-    fn write_text(&self, out: &mut BytesMut) {
+    fn value(&self) -> ParamValue<'_> {
         match self {
-            Value::Int(v) => put_int(out, *v as i64),
-            Value::Text(s) => out.extend_from_slice(s.as_bytes()),
+            Value::Int(v) => ParamValue::Int(*v as i64),
+            Value::Text(s) => ParamValue::Text(s.as_bytes()),
         }
     }
 }

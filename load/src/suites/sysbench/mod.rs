@@ -1,13 +1,16 @@
-//! Workloads are declared as data (statements, their parameters, whether an
-//! event is an explicit transaction) and run by one generic executor.
+//! The sysbench microbenchmarks (methodology §1). Workloads are declared as
+//! data (statements, their parameters, whether an event is an explicit
+//! transaction; `workloads`) and run by one generic executor (`exec`) on any
+//! driver; `prepare` loads the tables.
 
 pub mod exec;
 pub mod gen;
 pub mod prepare;
-pub mod sysbench;
+pub mod workloads;
 
+use crate::driver::{Dialect, Driver};
+use clap::Args;
 use gen::{Gen, Value};
-use std::fmt::Write;
 
 /// Which table a statement runs on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,9 +113,9 @@ impl Shape {
         Shape { pieces, widths: stmt.params.iter().map(|g| g.width(range)).collect(), query: is_query(stmt.sql) }
     }
 
-    /// The SQL with `$1, $2, ...` placeholders, for preparing.
-    pub fn with_placeholders(&self) -> String {
-        self.fill(|out, i| write!(out, "${}", i + 1).unwrap())
+    /// The SQL with the dialect's placeholders, for preparing.
+    pub fn with_placeholders(&self, dialect: &dyn Dialect) -> String {
+        self.fill(|out, i| dialect.placeholder(i, out))
     }
 
     /// The SQL with the values written in as literals.
@@ -153,15 +156,121 @@ impl Shape {
     }
 }
 
+/// The step that creates and loads the tables; every other step is a microbenchmark of `workloads`.
+pub const PREPARE: &str = "prepare";
+
+/// The options of `dbsweep-load sysbench STEP`. --tables, --rows and --seed are common to every
+/// step; --no-pk is prepare's alone; the others are the microbenchmarks' (their defaults are in
+/// parentheses), and prepare refuses them.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Options {
+    /// Tables sbtest1..sbtestN.
+    #[arg(long, default_value_t = 1)]
+    pub tables: u32,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10_000)]
+    pub rows: i32,
+    /// The random values (rows loaded, ids drawn) are reproducible from it.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// prepare: give id a secondary index instead of a primary key (sysbench --secondary).
+    #[arg(long)]
+    pub no_pk: bool,
+    /// Client threads, one connection each (1).
+    #[arg(long)]
+    pub clients: Option<u32>,
+    /// Measured seconds, after the warm-up (10).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+    /// Warm-up seconds, excluded from the statistics (5).
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Send statements as plain text instead of preparing them.
+    #[arg(long)]
+    pub no_prepared: bool,
+    /// sysbench's --range-size, also its --random-points for the IN-list and range workloads (100).
+    #[arg(long)]
+    pub range: Option<u32>,
+    /// Exponent of the zipfian id distribution of update-zipf (0.8).
+    #[arg(long)]
+    pub zipf_exp: Option<f64>,
+}
+
+/// A sysbench step with its options resolved.
+#[derive(Debug)]
+pub enum Step {
+    Prepare(prepare::PrepareOpts),
+    Run(&'static Workload, exec::RunOpts),
+}
+
+/// The names `sysbench STEP` takes: prepare, then the microbenchmarks.
+pub fn step_names() -> Vec<&'static str> {
+    std::iter::once(PREPARE).chain(workloads::names()).collect()
+}
+
+impl Options {
+    /// Resolves the options for `step`, or says in one sentence what is wrong (before any connection).
+    pub fn step(&self, step: &str) -> Result<Step, String> {
+        if step == PREPARE {
+            let run_only = [
+                ("--clients", self.clients.is_some()),
+                ("--seconds", self.seconds.is_some()),
+                ("--warmup", self.warmup.is_some()),
+                ("--no-prepared", self.no_prepared),
+                ("--range", self.range.is_some()),
+                ("--zipf-exp", self.zipf_exp.is_some()),
+            ];
+            let given: Vec<&str> = run_only.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+            if !given.is_empty() {
+                return Err(format!("prepare takes --tables, --rows, --seed and --no-pk, not {}", given.join(", ")));
+            }
+            return Ok(Step::Prepare(prepare::PrepareOpts {
+                tables: self.tables,
+                rows: self.rows,
+                primary_key: !self.no_pk,
+                seed: self.seed,
+            }));
+        }
+        let w = workloads::find(step)
+            .ok_or_else(|| format!("unknown step '{step}'; the steps are {}", step_names().join(", ")))?;
+        if self.no_pk {
+            return Err(format!("--no-pk is an option of prepare, not of {step}"));
+        }
+        Ok(Step::Run(
+            w,
+            exec::RunOpts {
+                tables: self.tables,
+                rows: self.rows,
+                clients: self.clients.unwrap_or(1),
+                seconds: self.seconds.unwrap_or(10),
+                warmup: self.warmup.unwrap_or(5),
+                prepared: !self.no_prepared,
+                seed: self.seed,
+                range: self.range.unwrap_or(100),
+                zipf_exp: self.zipf_exp.unwrap_or(0.8),
+            },
+        ))
+    }
+}
+
+/// `dbsweep-load sysbench STEP`: runs the step, printing a line per second, then its summary.
+pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), String> {
+    match opts.step(step)? {
+        Step::Prepare(p) => prepare::run(driver, p),
+        Step::Run(w, r) => exec::run(driver, w, r),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::gen::Domain;
     use super::*;
+    use crate::driver::pg::DIALECT;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 
     fn sql(name: &str, stmt: usize, table: u32, range: u32) -> String {
-        Shape::new(&sysbench::find(name).unwrap().stmts[stmt], table, range).with_placeholders()
+        Shape::new(&workloads::find(name).unwrap().stmts[stmt], table, range).with_placeholders(&DIALECT)
     }
 
     #[test]
@@ -179,17 +288,17 @@ mod tests {
 
     #[test]
     fn literals_replace_placeholders() {
-        let w = sysbench::find("update-nonindex").unwrap();
+        let w = workloads::find("update-nonindex").unwrap();
         let shape = Shape::new(&w.stmts[0], 5, 100);
         let v = [Value::Text("1-2".into()), Value::Int(42)];
         assert_eq!(shape.with_literals(&v), "UPDATE sbtest5 SET c='1-2' WHERE id=42");
-        let w = sysbench::find("range-notcovered-pk").unwrap();
+        let w = workloads::find("range-notcovered-pk").unwrap();
         let shape = Shape::new(&w.stmts[0], 1, 100);
         assert_eq!(
             shape.with_literals(&[Value::Int(7), Value::Int(107)]),
             "SELECT id, c FROM sbtest1 WHERE id BETWEEN 7 AND 107"
         );
-        let w = sysbench::find("hot-points").unwrap();
+        let w = workloads::find("hot-points").unwrap();
         let shape = Shape::new(&w.stmts[0], 1, 3);
         let mut rng = SmallRng::seed_from_u64(1);
         let mut v = Vec::new();
@@ -202,7 +311,7 @@ mod tests {
     #[test]
     fn generators_fill_every_placeholder() {
         let mut rng = SmallRng::seed_from_u64(2);
-        for w in sysbench::ALL {
+        for w in workloads::ALL {
             assert_ne!(w.stmts[0].table, Pick::Same, "{}: Same needs a statement before it", w.name);
             for range in [1, 3, 100] {
                 let d = Domain::new(1000, range, 0.8);
@@ -213,7 +322,7 @@ mod tests {
                     for g in s.params {
                         g.draw(&mut rng, &d, &prev, &mut v);
                     }
-                    let placeholders = shape.with_placeholders().matches('$').count();
+                    let placeholders = shape.with_placeholders(&DIALECT).matches('$').count();
                     assert_eq!(v.len(), placeholders, "{} range {range}: {}", w.name, s.sql);
                     assert!(!shape.with_literals(&v).contains(['?', '$']));
                     prev = v;
@@ -224,15 +333,43 @@ mod tests {
 
     #[test]
     fn options_are_checked() {
-        let rp = sysbench::find("random-points").unwrap();
+        let rp = workloads::find("random-points").unwrap();
         assert!(rp.check(100, 100).is_ok());
         assert!(rp.check(100, 101).unwrap_err().contains("no larger than --rows"));
         assert!(rp.check(100, 0).is_err());
-        let hot = sysbench::find("hot-points").unwrap();
+        let hot = workloads::find("hot-points").unwrap();
         assert!(hot.check(101, 51).is_ok());
         assert!(hot.check(100, 51).unwrap_err().contains("use --range <= 50"));
         // The range is only a label for point-query and the write-only step.
-        assert!(sysbench::find("point-query").unwrap().check(10, 100).is_ok());
-        assert!(sysbench::find("write-only").unwrap().check(10, 10_000).is_ok());
+        assert!(workloads::find("point-query").unwrap().check(10, 100).is_ok());
+        assert!(workloads::find("write-only").unwrap().check(10, 10_000).is_ok());
+    }
+
+    #[test]
+    fn steps_and_their_options() {
+        let o = Options { tables: 2, rows: 500, seed: 3, ..Options::default() };
+        match o.step("prepare").unwrap() {
+            Step::Prepare(p) => assert_eq!((p.tables, p.rows, p.primary_key, p.seed), (2, 500, true, 3)),
+            s => panic!("{s:?}"),
+        }
+        match o.step("scan").unwrap() {
+            Step::Run(w, r) => {
+                assert_eq!(w.name, "scan");
+                assert_eq!(
+                    (r.clients, r.seconds, r.warmup, r.prepared, r.range, r.zipf_exp),
+                    (1, 10, 5, true, 100, 0.8)
+                );
+            }
+            s => panic!("{s:?}"),
+        }
+        let err = o.step("nope").unwrap_err();
+        assert!(err.starts_with("unknown step 'nope'; the steps are prepare, point-query, "), "{err}");
+        let p = Options { clients: Some(2), no_prepared: true, ..o.clone() };
+        assert_eq!(
+            p.step("prepare").unwrap_err(),
+            "prepare takes --tables, --rows, --seed and --no-pk, not --clients, --no-prepared"
+        );
+        let r = Options { no_pk: true, ..o };
+        assert_eq!(r.step("point-query").unwrap_err(), "--no-pk is an option of prepare, not of point-query");
     }
 }

@@ -3,8 +3,11 @@
 //! lines (methodology §2.9), and the low-tail percentiles of per-second rates
 //! (§3.2).
 
-use crate::db::{describe, error_kind, DbError};
-use crate::metrics::{self, emit, Latency, Live, Tally};
+use crate::driver::{describe, error_kind, DbError};
+use crate::output::emit;
+use crate::output::histogram::{encode_histogram, Latency};
+use crate::output::seconds::{self, Live};
+use crate::output::tally::Tally;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -112,7 +115,7 @@ impl OpStats {
             p95_us: l.p95,
             p99_us: l.p99,
             max_us: l.max,
-            hdr: metrics::encode_histogram(h),
+            hdr: encode_histogram(h),
             buckets: self.buckets.json(),
         }
     }
@@ -195,7 +198,7 @@ pub struct SecondLine {
     /// steps, queries by qr/qp), `errors` failed statements of every kind, `max_us` the slowest main
     /// operation of this interval.
     #[serde(flatten)]
-    pub common: metrics::SecondLine,
+    pub common: seconds::SecondLine,
     /// This interval's length and the time since the start, seconds.
     pub i_sec: f64,
     pub t_sec: f64,
@@ -271,7 +274,7 @@ pub fn report_seconds(live: &[ClientLive], stop: &AtomicBool, start: Instant, qu
         if !stopping || d.iter().any(|&x| x > 0) {
             let (ops, max_us) = if queries_main { (d[2], max[2]) } else { (d[0], max[0]) };
             emit(&SecondLine {
-                common: metrics::SecondLine { kind: "second", t, phase: "measure", ops, errors, max_us },
+                common: seconds::SecondLine { kind: "second", t, phase: "measure", ops, errors, max_us },
                 i_sec,
                 t_sec,
                 i_ips: d[0] as f64 / i_sec,

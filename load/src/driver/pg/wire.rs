@@ -15,6 +15,8 @@ use postgres_protocol::IsNull;
 use std::io::{self, Read};
 use std::ops::Range;
 
+use crate::driver::{Param, ParamValue, ServerError};
+
 /// Tag byte plus the length word.
 pub const HEADER_LEN: usize = 5;
 /// What the read buffer starts with: a range of 100 rows of c (about 14 KB) fits many times.
@@ -22,46 +24,36 @@ pub const READ_BUFFER: usize = 64 * 1024;
 /// Larger messages than this (that must be kept whole, unlike DataRows) are a protocol error.
 const MAX_KEPT_MESSAGE: usize = 1 << 30;
 
-/// An error the server reported.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerError {
-    /// The SQLSTATE, five characters.
-    pub code: String,
-    pub message: String,
-    /// FATAL or PANIC: the server closes the connection after it.
-    pub fatal: bool,
+/// The server's error in a whole ErrorResponse (header included).
+pub fn parse_error(message: &[u8]) -> io::Result<ServerError> {
+    match Message::parse(&mut BytesMut::from(message))? {
+        Some(Message::ErrorResponse(body)) => error_from_body(&body),
+        _ => Err(invalid("not an ErrorResponse".into())),
+    }
 }
 
-impl ServerError {
-    /// From a whole ErrorResponse (header included).
-    pub fn parse(message: &[u8]) -> io::Result<ServerError> {
-        match Message::parse(&mut BytesMut::from(message))? {
-            Some(Message::ErrorResponse(body)) => ServerError::from_body(&body),
-            _ => Err(invalid("not an ErrorResponse".into())),
+/// The server's error in an ErrorResponse: its SQLSTATE, message, and whether it is FATAL or PANIC
+/// (the server closes the connection after it).
+pub fn error_from_body(body: &backend::ErrorResponseBody) -> io::Result<ServerError> {
+    let mut fields = body.fields();
+    let mut e = ServerError { code: String::new(), message: String::new(), fatal: false };
+    let mut severity = None;
+    while let Some(f) = fields.next()? {
+        let value = String::from_utf8_lossy(f.value_bytes());
+        match f.type_() {
+            b'C' => e.code = value.into_owned(),
+            b'M' => e.message = value.into_owned(),
+            // 'V' is never localized; 'S' is, and is only used when 'V' is absent (servers before 9.6).
+            b'V' => severity = Some(value.into_owned()),
+            b'S' if severity.is_none() => severity = Some(value.into_owned()),
+            _ => {}
         }
     }
-
-    pub fn from_body(body: &backend::ErrorResponseBody) -> io::Result<ServerError> {
-        let mut fields = body.fields();
-        let mut e = ServerError { code: String::new(), message: String::new(), fatal: false };
-        let mut severity = None;
-        while let Some(f) = fields.next()? {
-            let value = String::from_utf8_lossy(f.value_bytes());
-            match f.type_() {
-                b'C' => e.code = value.into_owned(),
-                b'M' => e.message = value.into_owned(),
-                // 'V' is never localized; 'S' is, and is only used when 'V' is absent (servers before 9.6).
-                b'V' => severity = Some(value.into_owned()),
-                b'S' if severity.is_none() => severity = Some(value.into_owned()),
-                _ => {}
-            }
-        }
-        e.fatal = matches!(severity.as_deref(), Some("FATAL" | "PANIC"));
-        if e.code.is_empty() {
-            e.code = "XX000".into();
-        }
-        Ok(e)
+    e.fatal = matches!(severity.as_deref(), Some("FATAL" | "PANIC"));
+    if e.code.is_empty() {
+        e.code = "XX000".into();
     }
+    Ok(e)
 }
 
 /// What the server answered to one Sync or one simple Query, up to its ReadyForQuery.
@@ -232,7 +224,7 @@ impl Reader {
                 }
                 backend::ERROR_RESPONSE_TAG => {
                     let body = self.take(src, total)?;
-                    let e = ServerError::parse(&self.buf[body.start - HEADER_LEN..body.end])?;
+                    let e = parse_error(&self.buf[body.start - HEADER_LEN..body.end])?;
                     let fatal = e.fatal;
                     if out.error.is_none() {
                         out.error = Some(e);
@@ -251,11 +243,6 @@ impl Reader {
             }
         }
     }
-}
-
-/// A statement parameter, sent in text format.
-pub trait Param {
-    fn write_text(&self, out: &mut BytesMut);
 }
 
 /// Appends the decimal text of `v`.
@@ -278,6 +265,15 @@ pub fn put_int(out: &mut BytesMut, v: i64) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// Appends a parameter's text form.
+#[inline]
+pub fn put_param(out: &mut BytesMut, v: ParamValue<'_>) {
+    match v {
+        ParamValue::Int(i) => put_int(out, i),
+        ParamValue::Text(t) => out.extend_from_slice(t),
+    }
+}
+
 /// Appends Bind (unnamed portal, every parameter in text, every result column binary), Execute
 /// and Sync for the prepared statement `stmt`: one write runs it.
 #[inline]
@@ -287,7 +283,7 @@ pub fn bind_execute<'a, P: Param + 'a>(
     out: &mut BytesMut,
 ) -> io::Result<()> {
     let serialize = |p: &P, buf: &mut BytesMut| {
-        p.write_text(buf);
+        put_param(buf, p.value());
         Ok(IsNull::No)
     };
     match frontend::bind("", stmt, [], params, serialize, [1], out) {
@@ -534,8 +530,8 @@ pub(crate) mod tests {
 
     struct P(&'static str);
     impl Param for P {
-        fn write_text(&self, out: &mut BytesMut) {
-            out.extend_from_slice(self.0.as_bytes());
+        fn value(&self) -> ParamValue<'_> {
+            ParamValue::Text(self.0.as_bytes())
         }
     }
 

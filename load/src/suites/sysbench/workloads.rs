@@ -117,7 +117,7 @@ pub const ALL: &[&Workload] = &[
         &[one("UPDATE sbtest{t} SET c=? WHERE id IN (?)", &[Gen::C, Gen::Ids(Count::Fixed(10))])],
     ),
     &autocommit("delete", "write", &[DELETE]),
-    // The id comes from the SERIAL column, as on Postgres in sysbench.
+    // The id comes from the engine (the generated id column of the table prepare made), as in sysbench.
     &autocommit(
         "insert",
         "write",

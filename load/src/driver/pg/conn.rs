@@ -1,9 +1,9 @@
 //! One blocking connection: startup and authentication, then requests that
 //! each take one write and (usually) one read.
 
-use super::lost::{Lost, LOST};
-use super::wire::{self, Param, Reader, Reply, ServerError};
-use super::{describe, DbError};
+use super::wire::{self, Reader, Reply};
+use crate::driver::lost::{Lost, LOST};
+use crate::driver::{describe, DbError, Outcome, Param, ServerError, Session};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::md5_hash;
@@ -15,15 +15,6 @@ use std::net::TcpStream;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
-
-/// What one statement did.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Outcome {
-    /// DataRows returned.
-    pub rows: u64,
-    /// The row count of its command tag.
-    pub affected: u64,
-}
 
 pub enum Stream {
     Tcp(TcpStream),
@@ -220,7 +211,7 @@ impl Conn {
     fn next_message(&mut self) -> Result<Message, DbError> {
         match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
             Message::ErrorResponse(body) => {
-                let e = DbError::Server(ServerError::from_body(&body).map_err(|e| self.broken(e))?);
+                let e = DbError::Server(wire::error_from_body(&body).map_err(|e| self.broken(e))?);
                 // During startup every error ends the session.
                 self.close_after(&e);
                 Err(e)
@@ -282,9 +273,11 @@ impl Conn {
         self.status = self.reply.status;
         Ok(Outcome { rows: self.reply.rows, affected: self.reply.affected })
     }
+}
 
+impl Session for Conn {
     /// Prepares named statements, (name, SQL) each, parameter types left to the server; one round trip.
-    pub fn prepare(&mut self, statements: &[(&str, &str)]) -> Result<(), DbError> {
+    fn prepare(&mut self, statements: &[(&str, &str)]) -> Result<(), DbError> {
         self.wbuf.clear();
         for (name, sql) in statements {
             frontend::parse(name, sql, [], &mut self.wbuf).map_err(DbError::client)?;
@@ -296,7 +289,7 @@ impl Conn {
 
     /// Runs a prepared statement: Bind, Execute and Sync in one write, then its reply.
     #[inline]
-    pub fn execute<'a, P: Param + 'a>(
+    fn execute<'a, P: Param + 'a>(
         &mut self,
         statement: &str,
         params: impl IntoIterator<Item = &'a P>,
@@ -310,7 +303,7 @@ impl Conn {
     /// Runs SQL with the simple query protocol (one Query message; several statements allowed:
     /// rows add up, `affected` is the last statement's).
     #[inline]
-    pub fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
+    fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
         self.wbuf.clear();
         frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
         self.send()?;
@@ -318,8 +311,7 @@ impl Conn {
     }
 
     /// Runs one query with the simple protocol and returns its rows as text (NULL as None).
-    /// Allocates: for checks before a run, not for the load.
-    pub fn simple_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
+    fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
         self.wbuf.clear();
         frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
         self.send()?;
@@ -336,7 +328,7 @@ impl Conn {
                     rows.push(row);
                 }
                 Message::ErrorResponse(body) => {
-                    let e = ServerError::from_body(&body).map_err(|e| self.broken(e))?;
+                    let e: ServerError = wire::error_from_body(&body).map_err(|e| self.broken(e))?;
                     if e.fatal {
                         let e = DbError::Server(e);
                         self.close_after(&e);
@@ -360,12 +352,12 @@ impl Conn {
         }
     }
 
-    pub fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.closed
     }
 
     /// Inside a transaction block, failed or not (the last ReadyForQuery said so).
-    pub fn in_transaction(&self) -> bool {
+    fn in_transaction(&self) -> bool {
         matches!(self.status, b'T' | b'E')
     }
 }
@@ -384,7 +376,8 @@ impl Drop for Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::wire::tests::{complete, data_row, error, msg, ready};
+    use crate::driver::error_kind;
+    use crate::driver::pg::wire::tests::{complete, data_row, error, msg, ready};
     use std::thread;
     use std::time::Instant;
 
@@ -456,29 +449,23 @@ mod tests {
         static LOST_HERE: Lost = Lost::new();
         let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
         c.prepare(&[("s1", "SELECT c FROM t WHERE id=$1")]).unwrap();
-        struct I(i64);
-        impl Param for I {
-            fn write_text(&self, out: &mut BytesMut) {
-                wire::put_int(out, self.0);
-            }
-        }
-        assert_eq!(c.execute("s1", &[I(7)]).unwrap(), Outcome { rows: 2, affected: 2 });
+        assert_eq!(c.execute("s1", &[7i64]).unwrap(), Outcome { rows: 2, affected: 2 });
         assert!(!c.in_transaction());
         c.simple("BEGIN").unwrap();
         assert!(c.in_transaction());
-        match c.execute("s1", &[I(8)]) {
+        match c.execute("s1", &[8i64]) {
             Err(DbError::Server(e)) => assert_eq!(e.code, "23505"),
             other => panic!("{other:?}"),
         }
         assert!(c.in_transaction() && !c.is_closed());
         c.simple("ROLLBACK").unwrap();
         assert!(!c.in_transaction());
-        let e = c.execute("s1", &[I(9)]).unwrap_err();
-        assert_eq!(crate::db::error_kind(&e), "sqlstate-57P01");
+        let e = c.execute("s1", &[9i64]).unwrap_err();
+        assert_eq!(error_kind(&e), "sqlstate-57P01");
         assert!(c.is_closed());
         drop(fake.join().unwrap());
         let e = c.simple("SELECT 1").unwrap_err();
-        assert_eq!(crate::db::error_kind(&e), "connection-closed");
+        assert_eq!(error_kind(&e), "connection-closed");
         // The FATAL lost the connection, once; the error after it is no second loss.
         drop(c);
         assert_eq!(LOST_HERE.count(), 1);
@@ -504,11 +491,11 @@ mod tests {
         assert_eq!(LOST_HERE.count(), 0);
         let e = c.simple("SELECT 2").unwrap_err();
         fake.join().unwrap();
-        assert_eq!(crate::db::error_kind(&e), "connection-closed");
+        assert_eq!(error_kind(&e), "connection-closed");
         assert!(c.is_closed());
         // Later failures of the same connection are not new losses.
         assert!(c.simple("SELECT 3").is_err());
-        assert!(c.simple_rows("SELECT 4").is_err());
+        assert!(c.rows("SELECT 4").is_err());
         drop(c);
         let early = LOST_HERE.ended_early(t0).unwrap();
         assert_eq!(early.connections_lost, 1);
@@ -525,9 +512,9 @@ mod tests {
         let fake = thread::spawn(move || serve(server, script));
         let t0 = Instant::now();
         let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
-        assert_eq!(c.simple_rows("SELECT 1").unwrap(), Vec::<Vec<Option<String>>>::new());
-        let e = c.simple_rows("SELECT 2").unwrap_err();
-        assert_eq!(crate::db::error_kind(&e), "sqlstate-57P02");
+        assert_eq!(c.rows("SELECT 1").unwrap(), Vec::<Vec<Option<String>>>::new());
+        let e = c.rows("SELECT 2").unwrap_err();
+        assert_eq!(error_kind(&e), "sqlstate-57P02");
         assert!(c.is_closed());
         drop(fake.join().unwrap());
         assert!(c.simple("SELECT 3").is_err());
@@ -547,7 +534,7 @@ mod tests {
         let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
         c.simple("SELECT 1").unwrap();
         // An ERROR leaves the session usable.
-        assert_eq!(crate::db::error_kind(&c.simple("SELECT * FROM t").unwrap_err()), "sqlstate-42P01");
+        assert_eq!(error_kind(&c.simple("SELECT * FROM t").unwrap_err()), "sqlstate-42P01");
         assert!(!c.is_closed());
         let mut s = fake.join().unwrap();
         // The end of a step: the client says goodbye (Terminate), and nothing is lost.
@@ -567,7 +554,7 @@ mod tests {
         let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
             panic!("connected")
         };
-        assert_eq!(crate::db::error_kind(&e), "sqlstate-28P01");
+        assert_eq!(error_kind(&e), "sqlstate-28P01");
         drop(fake.join().unwrap());
         assert_eq!(LOST_HERE.count(), 0);
         assert_eq!(LOST_HERE.ended_early(Instant::now()), None);
@@ -578,6 +565,6 @@ mod tests {
         let (client, server) = UnixStream::pair().unwrap();
         drop(server);
         let Err(e) = Conn::start(Stream::unix(client), "bob", "db", "secret") else { panic!("connected") };
-        assert_eq!(crate::db::error_kind(&e), "connection-closed", "{e:?}");
+        assert_eq!(error_kind(&e), "connection-closed", "{e:?}");
     }
 }

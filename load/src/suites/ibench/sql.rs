@@ -1,5 +1,9 @@
-//! The Insert Benchmark's SQL for Postgres (methodology §2.1, §2.4, §2.5), one
-//! function per statement shape, so the client runs and reports the same text.
+//! The Insert Benchmark's SQL (methodology §2.1, §2.4, §2.5), one function per
+//! statement shape, so the client runs and reports the same text. What differs
+//! between engines (the table's generated id, its cache, the delete form,
+//! placeholders) comes from the driver's dialect.
+
+use crate::driver::Dialect;
 
 /// The columns every INSERT names, in the order the rows are written.
 pub const INSERT_COLUMNS: &str = "dateandtime,cashregisterid,customerid,productid,price,data";
@@ -9,24 +13,11 @@ pub fn table(n: u32) -> String {
     format!("pi{n}")
 }
 
-pub fn create_table(t: &str) -> String {
-    format!(
-        "CREATE TABLE {t} (transactionid BIGSERIAL PRIMARY KEY, dateandtime TIMESTAMP WITHOUT TIME ZONE, \
-         cashregisterid INT NOT NULL, customerid INT NOT NULL, productid INT NOT NULL, price INT NOT NULL, \
-         data VARCHAR(4000))"
-    )
-}
-
-/// BIGSERIAL names its sequence <table>_<column>_seq.
-pub fn alter_sequence(t: &str) -> String {
-    format!("ALTER SEQUENCE {t}_transactionid_seq CACHE 1000")
-}
-
 /// The three secondary indexes of step l.x, as (index name, CREATE INDEX).
-pub fn create_indexes(t: &str) -> [(String, String); 3] {
+pub fn create_indexes(t: &str, d: &dyn Dialect) -> [(String, String); 3] {
     let one = |suffix: &str, cols: &str| {
         let name = format!("{t}_{suffix}");
-        let sql = format!("CREATE INDEX {name} ON {t} ({cols})");
+        let sql = d.create_index(&name, t, cols);
         (name, sql)
     };
     [
@@ -46,14 +37,6 @@ pub fn insert_shape(t: &str, rows: u64) -> String {
     format!(
         "{}('YYYY-MM-DD HH:MM:SS',cashregisterid,customerid,productid,price.dd,'data'),... ({rows} rows)",
         insert_prefix(t)
-    )
-}
-
-/// Deletes $2 rows from the low end of the primary key, from id $1 up (§2.5, the Postgres form).
-pub fn delete(t: &str) -> String {
-    format!(
-        "DELETE FROM {t} WHERE transactionid IN \
-         (SELECT transactionid FROM {t} WHERE transactionid >= $1 ORDER BY transactionid ASC LIMIT $2)"
     )
 }
 
@@ -98,10 +81,13 @@ pub const RANGE_QUERIES: [RangeQuery; 3] = [
 ];
 
 impl RangeQuery {
-    pub fn sql(&self, t: &str) -> String {
+    /// The query on table `t`; its one parameter is the lower bound.
+    pub fn sql(&self, t: &str, d: &dyn Dialect) -> String {
         let op = if self.strict { ">" } else { ">=" };
+        let mut p = String::new();
+        d.placeholder(0, &mut p);
         format!(
-            "SELECT {c} FROM {t} WHERE {k} {op} $1 ORDER BY {c} LIMIT {n}",
+            "SELECT {c} FROM {t} WHERE {k} {op} {p} ORDER BY {c} LIMIT {n}",
             c = self.columns,
             k = self.key,
             n = ROWS_PER_QUERY
@@ -110,9 +96,15 @@ impl RangeQuery {
 }
 
 /// The point query of the qp steps: an IN-list of ROWS_PER_QUERY ids.
-pub fn point_query(t: &str) -> String {
-    let ids: Vec<String> = (1..=ROWS_PER_QUERY).map(|i| format!("${i}")).collect();
-    format!("SELECT transactionid, productid, data FROM {t} WHERE transactionid IN ({})", ids.join(", "))
+pub fn point_query(t: &str, d: &dyn Dialect) -> String {
+    let mut ids = String::new();
+    for i in 0..ROWS_PER_QUERY as usize {
+        if i > 0 {
+            ids.push_str(", ");
+        }
+        d.placeholder(i, &mut ids);
+    }
+    format!("SELECT transactionid, productid, data FROM {t} WHERE transactionid IN ({ids})")
 }
 
 pub fn min_id(t: &str) -> String {
@@ -130,25 +122,28 @@ pub fn count(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::pg::DIALECT;
 
     #[test]
     fn shapes_are_exact() {
         assert_eq!(
-            RANGE_QUERIES[0].sql("pi1"),
+            RANGE_QUERIES[0].sql("pi1", &DIALECT),
             "SELECT price, dateandtime, customerid FROM pi1 WHERE price >= $1 \
              ORDER BY price, dateandtime, customerid LIMIT 10"
         );
         assert_eq!(
-            RANGE_QUERIES[2].sql("pi2"),
+            RANGE_QUERIES[2].sql("pi2", &DIALECT),
             "SELECT cashregisterid, customerid, price FROM pi2 WHERE cashregisterid > $1 \
              ORDER BY cashregisterid, customerid, price LIMIT 10"
         );
         assert_eq!(
-            point_query("pi1"),
+            point_query("pi1", &DIALECT),
             "SELECT transactionid, productid, data FROM pi1 WHERE transactionid IN \
              ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         );
-        assert_eq!(create_indexes("pi3")[2].1, "CREATE INDEX pi3_pdc ON pi3 (price, dateandtime, customerid)");
-        assert!(delete("pi1").ends_with("WHERE transactionid >= $1 ORDER BY transactionid ASC LIMIT $2)"));
+        assert_eq!(
+            create_indexes("pi3", &DIALECT)[2].1,
+            "CREATE INDEX pi3_pdc ON pi3 (price, dateandtime, customerid)"
+        );
     }
 }
