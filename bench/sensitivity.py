@@ -21,6 +21,7 @@ instructions per operation. No assertions: a measurement.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import subprocess
@@ -29,14 +30,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from dbsweep.calibrate import first_rounds
 from dbsweep.engines import postgres
+from dbsweep.engines.postgres.source import NAMING
+from dbsweep.engines.registry import engine_named
 from dbsweep.measure import instructions
+from dbsweep.results.store import Store
 from dbsweep.runner import store_path
 from dbsweep.sources.resolve import resolve
-from dbsweep.store import Store
 from dbsweep.study import load_study
+from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 from dbsweep.verdicts import by_repetition, judge
+from dbsweep.verdicts.calibrate import first_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 PATCH_ANCHOR = "\tportal = GetPortalByName(portal_name);\n\tif (!PortalIsValid(portal))\n"
@@ -91,7 +95,7 @@ def patched_source(ws: Path) -> Path:
     dest = ws / "src-15.18-spin"
     if (dest / "configure").is_file():
         return dest
-    tree = resolve("15.18", ws / "sources", print)
+    tree = resolve("15.18", ws / "sources", print, naming=NAMING)
     tmp = ws / "src-15.18-spin.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(tree.path, tmp, symlinks=True)
@@ -120,9 +124,18 @@ def per_iteration(install: postgres.Install, ws: Path) -> tuple[float, float]:
     """Instructions per point query at spin 0, and per spin iteration (from spin 2000)."""
     base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
     counts = []
+    suite = Sysbench(SysbenchSettings(rows=100000))
+    step = "point-query_range=100"
     for spin in (0, 2000):
         c = instructions.instructions_per_op(
-            install, base + f"\ndbsweep.spin = {spin}\n", ws / f"count-{spin}", workload="point-query", rows=100000
+            engine_named("postgres"),
+            install,
+            base + f"\ndbsweep.spin = {spin}\n",
+            ws / f"count-{spin}",
+            step=step,
+            load=[suite.command("load", 1)],
+            run=functools.partial(suite.instruction_command, step),
+            tables=suite.tables(),
         )
         counts.append(c.per_query)
         print(f"spin {spin}: {c.per_query:,.0f} instructions per point query (spread {c.spread:.1e})", flush=True)
@@ -185,7 +198,9 @@ def _install_of(study: object, env: dict[str, str]) -> postgres.Install:
     assert isinstance(study, Study)
     os.environ.update(env)
     with Progress() as progress:  # built already: this only finds it in the cache
-        return get_install(study, study.targets[0], progress)
+        install = get_install(study, study.targets[0], progress)
+    assert isinstance(install, postgres.Install)
+    return install
 
 
 def report(study: object, seconds: int) -> None:
@@ -199,9 +214,9 @@ def report(study: object, seconds: int) -> None:
     rows = store.results(rid)
     per_op = store.per_op(rid)
     qps = by_repetition(rows)
-    cpu = by_repetition([dict(r, cpu=per_op.get(r["cell_id"], {}).get("cpu/o")) for r in rows], "cpu")
+    cpu = by_repetition(rows, lambda r: per_op.get(r.cell_id, {}).get("cpu/o"))
     counts = store.instruction_counts(rid)
-    round_minutes = sum(1 for r in rows if r["repetition"] == 1) * (seconds + 8) / 60  # steps + warm-up/load
+    round_minutes = sum(1 for r in rows if r.repetition == 1) * (seconds + 8) / 60  # steps + warm-up/load
     print(f"\nverdicts after 2..{study.repeats} rounds (one round = every target once, ~{round_minutes:.1f} min):")
     for step in study.steps():
         b_q, b_c = qps.get(("base", step, 1), {}), cpu.get(("base", step, 1), {})
@@ -218,7 +233,7 @@ def report(study: object, seconds: int) -> None:
             t_i = counts.get((t, step), {}).get("per_query")
             ins = ""
             if b_i and t_i:
-                from dbsweep.stats import instruction_verdict
+                from dbsweep.verdicts.stats import instruction_verdict
 
                 ins = f"instructions {t_i / b_i - 1:+.2%} -> {instruction_verdict(b_i, t_i)}"
             rq = (sorted(t_q.values())[len(t_q) // 2] / sorted(b_q.values())[len(b_q) // 2]) if t_q and b_q else 0

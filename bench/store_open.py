@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dbsweep.store import CellKey, CellResult, Store, now
+from dbsweep.results.model import CellKey, CellResult
+from dbsweep.results.store import Store, now
 
 
 def fill(store: Store, cells: int) -> None:

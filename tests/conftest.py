@@ -1,4 +1,16 @@
-"""Shared fixtures: a workspace the server user can reach, study files, the CLI, leak checks."""
+"""Shared by every test directory: where test workspaces live (so leaks are easy to find), study files, the CLI,
+processes and leak checks, and one engine instance for a block.
+
+The three directories (see DESIGN.md, "Layout and boundaries"):
+
+- `unit/`: no server, no root, no engine installed (`pytest -m "not server"` runs only these);
+- `contract/`: engine behaviour written once and run for every registered engine (`contract/engines.py` holds
+  what each engine must tell the tests);
+- `e2e/`: real runs through the command line, reports in a real browser, real builds.
+
+Every test in `contract/` and `e2e/` carries the `server` marker (it needs a real server, root, a mount or the
+build cache); no test in `unit/` does. `pytest_collection_modifyitems` below holds both rules.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +23,25 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from dbsweep.engines import postgres
+from dbsweep.engines.base import Instance
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 DBSWEEP = [sys.executable, "-m", "dbsweep"]
 # Every test workspace lives under this directory, so leaks are easy to find.
 TEST_ROOT = Path("/tmp") / f"dbsweep-tests-{os.getpid()}"
+# The directories whose tests need a real server, root, a mount or the build cache.
+SERVER_DIRS = ("contract", "e2e")
 
 STUDY = """\
 name = "{name}"
-engine = "postgres"
+engine = "{engine}"
 base = "a"
 repeats = {repeats}
 workspace = "{workspace}"
@@ -44,7 +59,7 @@ maintenance_seconds = 0
 [[targets]]
 name = "a"
 source = "system"
-config = "cx10a_c2r24"
+config = "{config_a}"
 
 [[targets]]
 name = "b"
@@ -54,8 +69,11 @@ config = "{config_b}"
 
 
 def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
+    """A two-target sysbench study of the engine's prebuilt install (`system`): targets a and b differ in
+    their config, a is the base."""
     params: dict[str, object] = {
         "name": name,
+        "engine": "postgres",
         "repeats": 1,
         "workspace": str(directory / "ws"),
         "tables": 1,
@@ -63,6 +81,7 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
         "clients": [1],
         "seconds": 2,
         "warmup": 1,
+        "config_a": "cx10a_c2r24",
         "config_b": "cx10a_sb1g_c2r24",
         "steps": '["point-query"]',
     }
@@ -72,22 +91,39 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests in contract/ and e2e/ must say they need a server; tests in unit/ must not need one."""
+    wrong = []
+    for item in items:
+        try:
+            where = item.path.relative_to(TESTS).parts[0]
+        except ValueError:
+            continue
+        marked = item.get_closest_marker("server") is not None
+        if where in SERVER_DIRS and not marked:
+            wrong.append(f"{item.nodeid}: in {where}/ but not marked `server` (pytestmark = pytest.mark.server)")
+        elif where == "unit" and marked:
+            wrong.append(f"{item.nodeid}: marked `server` but in unit/, whose tests need no server")
+    if wrong:
+        raise pytest.UsageError("tests in the wrong place:\n" + "\n".join(wrong))
+
+
 @contextlib.contextmanager
-def system_server(home: Path, config_text: str) -> Iterator[postgres.Server]:
-    """Debian's Postgres, initialised in `home` with `config_text`, running for the block."""
-    s = postgres.Server(
-        install=postgres.system_install("system"),
-        home=home,
-        config_name="test",
-        config_text=config_text,
-        user=postgres.server_user(),
-    )
-    s.init()
-    s.start()
+def running_instance(
+    engine_name: str, home: Path, config_text: str, install_spec: str = "system"
+) -> Iterator[Instance]:
+    """The engine's prebuilt install, initialised in `home` with `config_text`, running for the block and
+    removed after it."""
+    from dbsweep.engines.registry import engine_named
+
+    engine = engine_named(engine_name)
+    instance = engine.instance(engine.system_install(install_spec), home, "test", config_text, engine.server_user())
+    instance.init()
     try:
-        yield s
+        instance.start()
+        yield instance
     finally:
-        s.remove()
+        instance.remove()
 
 
 def processes_under(path: Path) -> list[psutil.Process]:
@@ -123,6 +159,7 @@ def _test_root() -> Iterator[Path]:
 
 @pytest.fixture
 def tmp(_test_root: Path) -> Iterator[Path]:
+    """A fresh directory under the test root that the server user can reach; nothing may run in it after."""
     d = _test_root / uuid.uuid4().hex[:8]
     d.mkdir(mode=0o755)
     yield d
@@ -130,8 +167,11 @@ def tmp(_test_root: Path) -> Iterator[Path]:
     assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
 
 
-def dbsweep(*args: str | Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+def dbsweep(
+    *args: str | Path, check: bool = True, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`dbsweep ARGS` as a user runs it, from the repository's root; raises unless it exits 0 (`check`)."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     r = subprocess.run(
         [*DBSWEEP, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False
     )
@@ -146,7 +186,7 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start_run(study: Path, *args: str) -> subprocess.Popen[str]:
+def start_run(study: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`dbsweep run STUDY` in the background, its stdout and stderr together."""
     return subprocess.Popen(
         [*DBSWEEP, "run", str(study), *args],
@@ -155,10 +195,11 @@ def start_run(study: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         preexec_fn=interruptible,
+        env={**os.environ, **(env or {})},
     )
 
 
-def wait_for(pred, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
+def wait_for(pred: Callable[[], object], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():
@@ -212,6 +253,14 @@ def names(procs: list[psutil.Process]) -> set[str]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def cmdline(p: psutil.Process) -> list[str]:
+    """A process's command line; empty once it is gone."""
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
 
 
 def load_client_running(proc: subprocess.Popen[str]) -> bool:

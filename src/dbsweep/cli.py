@@ -15,12 +15,12 @@ from rich.table import Table
 
 from dbsweep import __version__, procs
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.store import Store
+from dbsweep.results.store import Store
 from dbsweep.study import Study, load_study
 from dbsweep.workspace import writing
 
 if TYPE_CHECKING:
-    from dbsweep.runner import Outcome, Runner
+    pass
 
 app = typer.Typer(
     name="dbsweep",
@@ -102,21 +102,12 @@ def validate(
 ) -> None:
     """Check a study file and what it names (sizes, connections, sources, config settings) without running
     anything; print what it would run and how long that would take."""
-    from dbsweep.runner import plan
+    from dbsweep import plan
 
     s = _study(study, workspace)
     estimate = _preflight(s)
-    cells = plan(s)
-    if s.suite.name == "ibench":
-        from dbsweep import ibench
-
-        z = ibench.sizes(s.suite)
-        what = (
-            f"Insert Benchmark, {len(s.steps())} steps, {z.clients} client(s), {z.load_rows:,} rows per client "
-            f"loaded, {z.write_rows:,} through the queue, {z.rw_seconds} s per read-write step"
-        )
-    else:
-        what = f"{len(s.steps())} steps + load, clients {s.suite.clients}"
+    cells = plan.cells(s)
+    what = s.bench.describe()
     console.print(
         f"[green]ok[/green] {study}: engine {s.engine}, {len(s.targets)} targets "
         f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells"
@@ -158,7 +149,9 @@ def run(
                     runner = Runner(s, store, err, rerun_failed=rerun_failed, keep_data=keep_data)
                     outcome = runner.run(run_id)
                     if until_decided:
-                        _until_decided(s, store, runner, outcome)
+                        from dbsweep.verdicts.decide import until_decided as decide
+
+                        decide(s, store, runner, outcome, console.print)
             except KeyboardInterrupt:
                 err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
                 raise typer.Exit(130) from None
@@ -179,32 +172,6 @@ def run(
             store.close()
 
 
-def _until_decided(s: Study, store: Store, runner: Runner, outcome: Outcome) -> None:
-    from dbsweep.verdicts import unsure_targets
-
-    while True:
-        rows = store.results(outcome.run_id)
-        unsure = unsure_targets(s, rows)
-        reps = max([s.repeats, *(int(r["repetition"]) for r in rows)])
-        if not unsure:
-            console.print(f"Every verdict is decided after {reps} repetitions.")
-            return
-        if reps >= s.measure.max_repeats:
-            console.print(
-                f"[yellow]Still unsure after {reps} repetitions (measure.max_repeats): "
-                f"{', '.join(sorted(unsure))}.[/yellow]"
-            )
-            return
-        more = min(reps + 2, s.measure.max_repeats)
-        console.print(f"Unsure: {', '.join(sorted(unsure))}; adding repetitions {reps + 1}..{more}.")
-        extra = runner.run(outcome.run_id, repeats=more, targets=unsure | {s.base})
-        outcome.done += extra.done
-        outcome.failed += extra.failed
-        outcome.failures += extra.failures
-        if extra.done == 0:
-            return  # nothing could run (every new cell failed before): stop rather than loop
-
-
 @app.command()
 def calibrate(
     study: StudyArg,
@@ -221,10 +188,9 @@ def calibrate(
 ) -> None:
     """Run one target against itself (two copies, interleaved) and report this machine's noise per step:
     CV of QPS and cpu/o, the A-A verdicts and their false-positive rate, and the smallest detectable effect."""
-    from dbsweep import calibrate as cal
     from dbsweep.placement import PLACEMENTS
     from dbsweep.runner import Runner, open_run
-    from dbsweep.suites import canonical
+    from dbsweep.verdicts import calibrate as cal
 
     s = _study(study, workspace)
     if placement is not None and placement not in PLACEMENTS:
@@ -237,7 +203,7 @@ def calibrate(
     if steps:
         step_list = []
         for name in (x.strip() for x in steps.split(",") if x.strip()):
-            full = canonical(name, s.suite.name)
+            full = s.bench.canonical(name)
             if full is None:
                 raise DbsweepError(f"--steps: {name!r} is not a {s.suite.name} step")
             step_list.append(full)
@@ -296,7 +262,8 @@ def calibrate(
 @app.command()
 def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
     """Show which cells are done, failed or pending."""
-    from dbsweep.runner import plan, store_path
+    from dbsweep import plan
+    from dbsweep.runner import store_path
 
     s = _study(study, workspace)
     # Nothing is created or written: without a store every cell is pending.
@@ -308,7 +275,7 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
         for col in ("target", "step", "clients", "rep", "status", "error"):
             table.add_column(col)
         counts = {"done": 0, "failed": 0, "pending": 0}
-        for key in plan(s):
+        for key in plan.cells(s):
             st, error = stored.get(key, ("pending", None))
             counts[st] += 1
             style = {"done": "green", "failed": "red", "pending": "yellow"}[st]
@@ -425,20 +392,22 @@ def compare(
 
 @app.command()
 def sources(
-    engine: Annotated[str, typer.Argument(help="The engine: postgres.")] = "postgres",
+    engine: Annotated[str | None, typer.Argument(help="The engine (default: the first one dbsweep has).")] = None,
     workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Where fetched sources live.")] = Path(
         ".dbsweep"
     ),
 ) -> None:
-    """List the Postgres versions dbsweep can fetch from Debian's source packages."""
+    """List the versions of an engine dbsweep can fetch from Debian's source packages."""
+    from dbsweep.engines.registry import names
+    from dbsweep.installs import naming_of
     from dbsweep.sources import debian
 
-    if engine != "postgres":
-        raise DbsweepError(f"unknown engine {engine!r}; have: postgres")
+    naming = naming_of(engine or names()[0])
     with console.status("reading Debian's source package lists"):
-        found = debian.available(workspace.resolve() / "sources")
+        found = debian.available(workspace.resolve() / "sources", naming=naming)
     table = Table(
-        title='Postgres from Debian\'s source packages (source = "VERSION" or "debian:VERSION")', title_justify="left"
+        title=f'{naming.title} from Debian\'s source packages (source = "VERSION" or "debian:VERSION")',
+        title_justify="left",
     )
     for col in ("version", "Debian package", "Debian version", "suite"):
         table.add_column(col)
@@ -457,11 +426,12 @@ def build_cmd(
     """Build what a study needs (or one source at some variants); cached builds are reused."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbsweep import variants as variant_mod
+    from dbsweep.build import variants as variant_mod
+    from dbsweep.engines.registry import names
     from dbsweep.installs import build_from_source, custom_variants
     from dbsweep.study import source_kind
 
-    jobs: list[tuple[str, variant_mod.Variant, str]] = []
+    jobs: list[tuple[str, str, variant_mod.Variant, str]] = []  # (engine, source, variant, label)
     if source is None:
         s = _study(Path(what), workspace)
         ws = s.workspace_dir
@@ -471,21 +441,21 @@ def build_cmd(
             if source_kind(t.source) == "system" or (t.source, t.variant) in seen:
                 continue
             seen.add((t.source, t.variant))
-            jobs.append((t.source, variant_mod.resolve(t.variant, custom), f"{t.source}/{t.variant}"))
+            jobs.append((s.engine, t.source, variant_mod.resolve(t.variant, custom), f"{t.source}/{t.variant}"))
     else:
-        if what != "postgres":
-            raise DbsweepError(f"unknown engine {what!r}; have: postgres (or give a study file alone)")
+        if what not in names():
+            raise DbsweepError(f"unknown engine {what!r}; have: {', '.join(names())} (or give a study file alone)")
         ws = (workspace or Path(".dbsweep")).resolve()
         for name in variant or ["def"]:
-            jobs.append((source, variant_mod.builtin(name), f"{source}/{name}"))
+            jobs.append((what, source, variant_mod.builtin(name), f"{source}/{name}"))
     failed = 0
     with (
         writing(ws),
         Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), console=err) as prog,
     ):
-        for src, var, label in jobs:
+        for engine, src, var, label in jobs:
             try:
-                b = build_from_source(src, var, ws, prog, label)
+                b = build_from_source(engine, src, var, ws, prog, label)
                 prog.console.print(f"[green]built[/green] {label}: {b.dir} ({b.build_seconds:.0f} s)")
             except DbsweepError as e:
                 failed += 1
@@ -496,17 +466,23 @@ def build_cmd(
 
 
 def _print_builds(workspace: Path) -> None:
-    from dbsweep import build as build_mod
+    from dbsweep.build import cache
+    from dbsweep.engines.registry import names
+    from dbsweep.installs import recipe_of
 
-    found = build_mod.list_builds(workspace / "builds")
-    table = Table(title=f"builds in {workspace / 'builds'}", title_justify="left")
-    for col in ("version", "variant", "compiler", "variant flags", "size", "build time", "made", "key"):
+    root = workspace / "builds"
+    found = sorted((b for e in names() for b in cache.list_builds(root, recipe_of(e))), key=lambda b: b.created)
+    engines = len(names()) > 1  # then each row says whose build it is
+    table = Table(title=f"builds in {root}", title_justify="left")
+    columns = ("version", "variant", "compiler", "variant flags", "size", "build time", "made", "key")
+    for col in (*(["engine"] if engines else []), *columns):
         table.add_column(col, overflow="fold")
     for b in found:
-        # The variant's own flags: pg_config's CFLAGS repeat a long list of warnings for every build.
+        # The variant's own flags: the build system's CFLAGS repeat a long list of warnings for every build.
         recipe = b.metadata.get("recipe", {})
         flags = " ".join([*recipe.get("cflags", []), *(["(PGO)"] if recipe.get("pgo") else [])]) or "(default)"
         table.add_row(
+            *([b.engine] if engines else []),
             b.version,
             b.variant,
             b.compiler_version.split(" (")[0],
@@ -548,9 +524,7 @@ def _os_error(e: OSError) -> str:
 
 
 def main() -> None:
-    import sqlite3
-
-    from dbsweep.store import explain
+    from dbsweep.results.store import DATABASE_ERRORS, explain
 
     logger = logging.getLogger("dbsweep")
     logger.addHandler(_ToConsole())
@@ -565,7 +539,7 @@ def main() -> None:
     except DbsweepError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(1)
-    except sqlite3.Error as e:
+    except DATABASE_ERRORS as e:
         err.print(f"[red]error:[/red] {explain(e)}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except OSError as e:

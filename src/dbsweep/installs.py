@@ -1,4 +1,7 @@
-"""A target's install: Debian's prebuilt Postgres, or a build from source (cached)."""
+"""A target's install: the engine's prebuilt one (`system`), or a build from source (cached).
+
+The engine supplies how its source is named (`Engine.naming`) and how it is built (`Engine.recipe()`).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,31 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from dbsweep import build, variants
-from dbsweep.engines import postgres
+from dbsweep.build import cache, variants
+from dbsweep.build.recipe import Recipe
+from dbsweep.engines.base import Engine, Install
+from dbsweep.engines.registry import engine_named
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import Naming
 from dbsweep.sources.resolve import resolve
 from dbsweep.study import Study, Target, source_kind
+
+
+def naming_of(engine: str) -> Naming:
+    """How `engine` names its source: Debian packages, the version a tree declares."""
+    return _engine(engine).naming
+
+
+def recipe_of(engine: str) -> Recipe:
+    """How `engine` is built from source."""
+    return _engine(engine).recipe()
+
+
+def _engine(name: str) -> Engine:
+    try:
+        return engine_named(name)
+    except KeyError as e:
+        raise DbsweepError(str(e.args[0])) from None
 
 
 def custom_variants(study: Study) -> dict[str, variants.Variant]:
@@ -20,15 +44,21 @@ def custom_variants(study: Study) -> dict[str, variants.Variant]:
 
 
 def build_from_source(
+    engine: str,
     source: str,
     variant: variants.Variant,
     workspace: Path,
     progress: Progress,
     label: str,
-) -> build.Build:
-    """The cached build of a source at a variant, made now (with a progress bar) when missing."""
-    tree = resolve(source, workspace / "sources", log=lambda m: progress.console.print(f"[dim]{label}: {m}[/dim]"))
-    cached = build.find(tree, variant, workspace / "builds")
+) -> cache.Build:
+    """The cached build of an engine's source at a variant, made now (with a progress bar) when missing."""
+    recipe = recipe_of(engine)
+
+    def say(message: str) -> None:
+        progress.console.print(f"[dim]{label}: {message}[/dim]")
+
+    tree = resolve(source, workspace / "sources", log=say, naming=naming_of(engine))
+    cached = cache.find(recipe, tree, variant, workspace / "builds")
     if cached is not None:
         return cached
     task = progress.add_task(f"build {label}", total=100, unit="%")
@@ -37,21 +67,15 @@ def build_from_source(
         progress.update(task, completed=100 * fraction, description=f"build {label}: {message}")
 
     try:
-        return build.build(
-            tree,
-            variant,
-            workspace / "builds",
-            log=lambda m: progress.console.print(f"[dim]{label}: {m}[/dim]"),
-            progress=advance,
-        )
+        return cache.build(recipe, tree, variant, workspace / "builds", log=say, progress=advance)
     finally:
         progress.remove_task(task)
 
 
-def get_install(study: Study, target: Target, progress: Progress) -> postgres.Install:
+def get_install(study: Study, target: Target, progress: Progress) -> Install:
     """The install a target runs on, building it first when it is not in the build cache."""
     if source_kind(target.source) == "system":
-        return postgres.system_install(target.source)
+        return engine_named(study.engine).system_install(target.source)
     variant = variants.resolve(target.variant, custom_variants(study))
-    b = build_from_source(target.source, variant, study.workspace_dir, progress, target.label)
+    b = build_from_source(study.engine, target.source, variant, study.workspace_dir, progress, target.label)
     return b.install

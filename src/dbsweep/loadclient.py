@@ -1,4 +1,5 @@
-"""Runs dbsweep-load for one step and reads its JSON lines."""
+"""Runs dbsweep-load for one step and reads its JSON lines. The arguments come from the suite (what to run)
+and the instance (how to reach it: `engines.base.Access`)."""
 
 from __future__ import annotations
 
@@ -12,31 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from dbsweep import paths, procs
-from dbsweep.engines import postgres
+from dbsweep.engines.base import Access, Instance
 from dbsweep.errors import StepError
+from dbsweep.results.model import StepResult
 
 
-@dataclass
-class Connection:
-    host: str
-    port: int
-    user: str
-    dbname: str
-    password: str
-
-    def args(self) -> list[str]:
-        return ["--host", self.host, "--port", str(self.port), "--user", self.user, "--dbname", self.dbname]
-
-
-def connection_to(server: postgres.Server, via_socket: bool = False) -> Connection:
-    """How the load client reaches a running server: loopback TCP, or its private Unix socket."""
-    host = str(server.socket_dir) if via_socket else "127.0.0.1"
-    return Connection(host, server.port, postgres.DB_USER, postgres.DB_NAME, server.password)
+def connection_to(instance: Instance, via_socket: bool = False) -> Access:
+    """How the load client reaches a running instance: loopback TCP, or its private Unix socket."""
+    return instance.access(via_socket)
 
 
 @dataclass
 class StepOutput:
-    summary: dict[str, Any]
+    result: StepResult
     seconds: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -47,7 +36,7 @@ def version() -> str:
 
 def run(
     command: Sequence[str],
-    conn: Connection,
+    conn: Access,
     log: Path,
     on_second: Callable[[dict[str, Any]], None] | None = None,
     *,
@@ -55,17 +44,17 @@ def run(
     on_start: Callable[[int], None] | None = None,
     on_summary: Callable[[], None] | None = None,
 ) -> StepOutput:
-    """Runs `dbsweep-load COMMAND ...`; returns its summary and per-second lines. `on_start` gets the
-    client's pid (for samplers), `cpus` pins it."""
+    """Runs `dbsweep-load COMMAND ...`; returns its result (the summary envelope, parsed) and per-second
+    lines. `on_start` gets the client's pid (for samplers), `cpus` pins it."""
     exe = paths.load_binary()
-    env = {**os.environ, "DBSWEEP_PGPASSWORD": conn.password}
+    env = {**os.environ, **conn.env}
     log.parent.mkdir(parents=True, exist_ok=True)
     seconds: list[dict[str, Any]] = []
     summary: dict[str, Any] | None = None
     error: str | None = None
     with log.open("w") as err:
         proc = procs.spawn(
-            [exe, *command, *conn.args()], stdout=subprocess.PIPE, stderr=err, env=env, text=True, cpus=cpus
+            [exe, *command, *conn.args], stdout=subprocess.PIPE, stderr=err, env=env, text=True, cpus=cpus
         )
         try:
             if on_start is not None:
@@ -76,6 +65,8 @@ def run(
                     msg = json.loads(line)
                 except json.JSONDecodeError:
                     continue
+                if not isinstance(msg, dict):
+                    continue  # not one of the client's lines
                 kind = msg.get("type")
                 if kind == "second":
                     seconds.append(msg)
@@ -101,4 +92,4 @@ def run(
             tail = log.read_text(errors="replace").strip().splitlines()[-5:]
             error = "; ".join(tail) or f"exit code {proc.returncode}"
         raise StepError(f"dbsweep-load {command[0]} failed: {error}")
-    return StepOutput(summary=summary, seconds=seconds)
+    return StepOutput(result=StepResult.from_envelope(summary), seconds=seconds)

@@ -35,7 +35,7 @@ class Cpus:
         }
 
 
-def plan(placement: Placement, available: set[int] | None = None) -> Cpus:
+def assign(placement: Placement, available: set[int] | None = None) -> Cpus:
     cpus = sorted(available if available is not None else os.sched_getaffinity(0))
     if placement == "none":
         return Cpus(placement, None, None)

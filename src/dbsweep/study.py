@@ -12,22 +12,19 @@ import re
 import tomllib
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dbsweep import configs, paths
-from dbsweep import variants as recipes
+from dbsweep.build import variants as recipes
+from dbsweep.engines import registry as engine_registry
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.suites import IBENCH_SETS, IBENCH_STEP_NAMES, STEP_NAMES, SUITE_NAMES, canonical
+from dbsweep.suites import Suite, SuiteSettings
+from dbsweep.suites import registry as suite_registry
 
-ENGINES = ("postgres",)
 VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
-SOURCE_FORMS = (
-    "use 'system' or 'system:15' (Debian's prebuilt Postgres), a version such as '15.18' or 'debian:15.18' "
-    "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
-)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -65,33 +62,18 @@ class VariantSpec(_Strict):
     pgo: bool = False
 
 
-class Suite(_Strict):
-    """The workload: which steps, on how much data, with how many clients, for how long."""
+# A study names one of the registered engines.
+if TYPE_CHECKING:
+    EngineName = str
+else:
+    EngineName = Literal[engine_registry.names()]
 
-    name: Literal["sysbench", "ibench"] = "sysbench"
-    # A named set or a list of steps; unset: "quick" for sysbench, all ten steps for ibench.
-    steps: Annotated[list[str], Field(min_length=1)] | str | None = None
-    tables: PositiveInt = 1
-    rows: PositiveInt = 100_000
-    clients: Annotated[list[PositiveInt], Field(min_length=1)] = [1]
-    read_seconds: PositiveInt = 60
-    write_seconds: PositiveInt = 60
-    warmup_seconds: Annotated[int, Field(ge=0)] = 5
-    prepared: bool = True
-    primary_key: bool = True
-    seed: int = 1
-    connect: Literal["tcp", "socket"] = "tcp"
-    # Seconds the postwrite maintenance may take in all (VACUUM, CHECKPOINT, then a wait);
-    # unset: the method's budget, min(1200, 60 + rows x tables / 1e6).
-    maintenance_seconds: Annotated[int, Field(ge=0)] | None = None
-    # Zipfian exponent of update-zipf.
-    zipf_exp: Annotated[float, Field(gt=0)] = 0.8
-    # Insert Benchmark sizes: a profile gives them all, and a field set here overrides the profile's.
-    profile: Literal["quick", "small-server"] | None = None
-    load_rows: PositiveInt | None = None  # rows per client inserted by l.i0
-    write_rows: PositiveInt | None = None  # rows per client inserted and deleted by l.i1 (4/5) and l.i2 (1/5)
-    rw_seconds: PositiveInt | None = None  # seconds of each read-write step when the target rate is met
-    only1t: bool = False  # every client shares one table
+# The [suite] table is validated by the settings model of the suite it names (a discriminated union over
+# the registered suites); the type checker sees their common base.
+if TYPE_CHECKING:
+    SuiteTable = SuiteSettings
+else:
+    SuiteTable = Annotated[Union[suite_registry.settings_models()], Field(discriminator="name")]  # noqa: UP007
 
 
 class Measure(_Strict):
@@ -113,19 +95,32 @@ class Measure(_Strict):
 class Study(_Strict):
     name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
     description: str = ""
-    engine: Literal["postgres"]
+    engine: EngineName
     base: str
     repeats: PositiveInt = 1
     workspace: str = ".dbsweep"
     # Settings a config diff may use that some versions lack: applied only where supported.
     optional_settings: list[str] = []
     variants: list[VariantSpec] = []
-    suite: Suite
+    suite: SuiteTable
     measure: Measure = Measure()
     targets: Annotated[list[Target], Field(min_length=1)]
 
     # Set by load_study, not by the file.
     path: Path = Path()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_suite(cls, data: Any) -> Any:
+        """`[suite]` without a name is the default suite's."""
+        if isinstance(data, dict) and isinstance(data.get("suite"), dict) and "name" not in data["suite"]:
+            data = {**data, "suite": {"name": suite_registry.DEFAULT, **data["suite"]}}
+        return data
+
+    @property
+    def bench(self) -> Suite:
+        """The suite the study runs, bound to its `[suite]` settings."""
+        return suite_registry.suite_for(self.suite)
 
     @property
     def title(self) -> str:
@@ -147,22 +142,35 @@ class Study(_Strict):
 
     def steps(self) -> list[str]:
         """The suite's steps in run order, named sets expanded."""
-        from dbsweep.suites import expand_steps
-
-        return expand_steps(self.suite.steps, self.suite.name)
+        return self.bench.steps()
 
     def measurement_key(self) -> str:
         """A hash of everything that changes what a measurement means (not targets or repeats)."""
-        what = {"engine": self.engine, "suite": self.suite.model_dump()}
+        return self._key(self.suite.model_dump())
+
+    def legacy_measurement_key(self) -> str:
+        """The key of runs started before each suite had a settings model of its own (see
+        suites.registry.legacy_dump): such a run continues as if it had the new key."""
+        return self._key(suite_registry.legacy_dump(self.suite))
+
+    def _key(self, suite: dict[str, Any]) -> str:
+        what: dict[str, Any] = {"engine": self.engine, "suite": suite}
         if self.measure.placement != "none":  # kept out when unset, so older runs keep their key
             what["placement"] = self.measure.placement
         blob = json.dumps(what, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _untagged(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """An error's location without the suite union's tag: ("suite", "ibench", "rows") -> ("suite", "rows")."""
+    if len(loc) > 1 and loc[0] == "suite" and loc[1] in suite_registry.names():
+        return (loc[0], *loc[2:])
+    return loc
+
+
 def _loc(loc: tuple[int | str, ...]) -> str:
     out = ""
-    for part in loc:
+    for part in _untagged(loc):
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -176,9 +184,10 @@ def _allowed_keys(model: type[BaseModel]) -> str:
 
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
     """The model whose field set the location points into (for listing allowed keys)."""
+    if len(loc) > 2 and loc[0] == "suite" and loc[1] in suite_registry.names():
+        return suite_registry.suite_class(str(loc[1])).settings_model
     model: type[BaseModel] = Study
     nested: dict[str | int, type[BaseModel]] = {
-        "suite": Suite,
         "targets": Target,
         "variants": VariantSpec,
         "measure": Measure,
@@ -208,7 +217,14 @@ def _describe(err: Any) -> str:
     if kind == "missing":
         return "missing required field"
     if kind == "extra_forbidden":
+        owners = [n for n in suite_registry.owner_of(str(loc[-1])) if len(loc) > 2 and n != loc[1]]
+        if loc[0] == "suite" and owners:
+            return f"is not a setting of the {loc[1]} suite (it is one of the {' and '.join(owners)} suite's)"
         return f"unknown key; allowed keys: {_allowed_keys(_model_at(loc))}"
+    if kind == "union_tag_invalid":
+        return f"{value if value is not None else err.get('ctx', {}).get('tag')!r} is not a suite; have: " + ", ".join(
+            suite_registry.names()
+        )
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         return f"{value!r} is not allowed; expected {expected}"
@@ -228,6 +244,7 @@ def _describe(err: Any) -> str:
             "bool": "true or false",
             "list": "a list",
             "model": "a table",
+            "model attributes": "a table",
             "dict": "a table",
         }.get(expected, expected)
         return f"expected {expected}, got {got} {value!r}"
@@ -265,13 +282,15 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             problems.append((f"targets[{i}].variant", f"unknown variant {t.variant!r}; have: {', '.join(variants)}"))
         kind = source_kind(t.source)
         if kind is None:
-            problems.append((f"targets[{i}].source", f"unknown source {t.source!r}; {SOURCE_FORMS}"))
+            forms = engine_registry.engine_named(study.engine).source_forms
+            problems.append((f"targets[{i}].source", f"unknown source {t.source!r}; {forms}"))
         elif kind == "system" and t.variant != "def" and t.variant in variants:
             problems.append(
                 (
                     f"targets[{i}].variant",
-                    f"source {t.source!r} is the prebuilt Postgres from Debian's packages, so its only variant is "
-                    "'def'; build from source (e.g. source = '15.18') for other variants",
+                    f"source {t.source!r} is the prebuilt {engine_registry.engine_named(study.engine).title} from "
+                    "Debian's packages, so its only variant is 'def'; build from source (e.g. source = '15.18') "
+                    "for other variants",
                 )
             )
     names = [v.name for v in study.variants]
@@ -286,53 +305,20 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             problems.append((f"variants[{i}].name", f"duplicate variant name {v.name!r}"))
 
     suite = study.suite
-    steps = suite.steps
-    ibench_suite = suite.name == "ibench"
-    sets, step_names = (tuple(IBENCH_SETS), IBENCH_STEP_NAMES) if ibench_suite else (SUITE_NAMES, STEP_NAMES)
-    if isinstance(steps, str):
-        if steps not in sets:
-            problems.append(("suite.steps", f"unknown step set {steps!r}; have: {', '.join(sets)}"))
-    elif steps is not None:
-        for i, s in enumerate(steps):
-            if canonical(s, suite.name) is None:
+    bench = study.bench
+    sets = tuple(bench.sets())
+    if isinstance(suite.steps, str):
+        if suite.steps not in sets:
+            problems.append(("suite.steps", f"unknown step set {suite.steps!r}; have: {', '.join(sets)}"))
+    elif suite.steps is not None:
+        for i, s in enumerate(suite.steps):
+            if bench.canonical(s) is None:
                 problems.append(
-                    (f"suite.steps[{i}]", f"unknown {suite.name} step {s!r}; have: {', '.join(step_names)}")
+                    (f"suite.steps[{i}]", f"unknown {suite.name} step {s!r}; have: {', '.join(bench.step_names())}")
                 )
     if len(set(suite.clients)) != len(suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))
-    problems.extend(_suite_kind_problems(suite))
-    return problems
-
-
-_IBENCH_ONLY = ("profile", "load_rows", "write_rows", "rw_seconds", "only1t")
-_SYSBENCH_ONLY = (
-    "tables",
-    "rows",
-    "read_seconds",
-    "write_seconds",
-    "warmup_seconds",
-    "prepared",
-    "primary_key",
-    "zipf_exp",
-)
-
-
-def _suite_kind_problems(suite: Suite) -> list[tuple[str, str]]:
-    """Fields that mean nothing for the suite's kind are errors, not silently ignored."""
-    problems: list[tuple[str, str]] = []
-    wrong = _SYSBENCH_ONLY if suite.name == "ibench" else _IBENCH_ONLY
-    for f in wrong:
-        if f in suite.model_fields_set:
-            problems.append((f"suite.{f}", f"is not a setting of the {suite.name} suite"))
-    if suite.name != "ibench":
-        return problems
-    if len(suite.clients) != 1:
-        problems.append(("suite.clients", "the ibench suite runs at one client count (its dop), e.g. clients = [1]"))
-    missing = [f for f in ("load_rows", "write_rows", "rw_seconds") if getattr(suite, f) is None]
-    if suite.profile is None and missing:
-        problems.append(("suite.profile", f"set a profile (quick, small-server) or all of: {', '.join(missing)}"))
-    if isinstance(suite.steps, list) and suite.steps and suite.steps[0] != "l.i0":
-        problems.append(("suite.steps[0]", "an ibench suite starts with l.i0, the step that creates the tables"))
+    problems.extend(bench.settings_problems())
     return problems
 
 

@@ -1,3 +1,2 @@
-"""One module per engine: where installs come from, and the server lifecycle."""
-
-ENGINES = ("postgres",)
+"""Database engines behind one interface (`base.Engine`, `base.Instance`): Postgres today, one package each;
+`registry` picks one from a study's `engine`. Only modules in here import a database driver."""

@@ -2,7 +2,7 @@
 
 Typical use by the runner::
 
-    with Sampler(server.proc.pid, server.datadir) as s:
+    with Sampler(instance.pid, instance.datadir) as s:
         client = spawn(...)
         s.attach_client(client.pid)
         ...  # warm-up, then the measured part from t0 to t1 (time.monotonic())
@@ -16,7 +16,7 @@ from .perop import KEYS as PER_OP_KEYS
 from .perop import per_op
 from .sampler import Interval, Sampler, Snapshot
 from .server import ProcessTree, TreeDelta, TreeSnapshot, tree_delta
-from .sizes import database_size, dir_size
+from .sizes import dir_size
 from .step import StepMeasures
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "StepMeasures",
     "TreeDelta",
     "TreeSnapshot",
-    "database_size",
     "device_delta",
     "dir_size",
     "find_device",

@@ -34,19 +34,11 @@ from typing import Any, Literal
 import psutil
 
 from dbsweep import loadclient, procs
-from dbsweep.engines import postgres
+from dbsweep.engines.base import Engine, EngineError, Install, Instance
 from dbsweep.errors import DbsweepError, StepError
 
 Tool = Literal["cachegrind", "callgrind"]
 TOOLS: tuple[Tool, ...] = ("cachegrind", "callgrind")
-
-# Appended to the config under test: nothing may run in the background of the measured backend, and the
-# work must stay in the one process that is counted (parallel workers would take part of it elsewhere).
-QUIET_CONFIG = """\
-# ---- dbsweep: instruction counting ----
-autovacuum = off
-max_parallel_workers_per_gather = 0
-"""
 
 # -march values that make the compiler emit AVX-512 (or AMX), which valgrind cannot decode.
 _UNRUNNABLE_MARCH = re.compile(
@@ -92,12 +84,10 @@ class Pair:
 
 @dataclass(frozen=True)
 class InstructionCount:
-    """Instructions per operation of the serving backend for one workload, over `repeats` pairs of runs."""
+    """Instructions per operation of the serving backend for one step, over `repeats` pairs of runs."""
 
-    workload: str
-    tables: int
-    rows: int
-    range_: int
+    step: str
+    command: list[str]  # the load client's arguments for the short run
     statements_per_event: int
     per_event: float  # median over the pairs
     per_query: float
@@ -153,20 +143,12 @@ def unrunnable_flags(cflags: str, cpu_flags: Collection[str]) -> str | None:
     return f"-m{m.group(1)}" if m else None
 
 
-def install_cflags(install: postgres.Install) -> str:
-    """What the install was compiled with: pg_config's CFLAGS and configure line, and its recorded provenance."""
-    pgc = postgres._pg_config(install.bindir)
-    parts = [pgc.get("CFLAGS", ""), pgc.get("CONFIGURE", "")]
-    parts += [str(install.provenance.get(k, "")) for k in ("cflags", "configure")]
-    return " ".join(p for p in parts if p)
-
-
-def check_runnable(install: postgres.Install) -> None:
+def check_runnable(engine: Engine, install: Install) -> None:
     """Raises a clear error when valgrind cannot run this install's server."""
-    flag = unrunnable_flags(install_cflags(install), host_cpu_flags())
+    flag = unrunnable_flags(engine.compile_flags(install), host_cpu_flags())
     if flag is not None:
         raise DbsweepError(
-            f"valgrind cannot run the Postgres in {install.bindir}: it was built with {flag}, which emits "
+            f"valgrind cannot run the {engine.title} in {install.bindir}: it was built with {flag}, which emits "
             "AVX-512 instructions valgrind does not support; count instructions on a build without it "
             "(e.g. -march=x86-64-v3 or no -march)."
         )
@@ -212,13 +194,6 @@ def _file_pid(path: Path) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def _children(pid: int) -> set[int]:
-    try:
-        return {c.pid for c in psutil.Process(pid).children()}
-    except psutil.Error:
-        return set()
-
-
 def _wait_gone(pids: Iterable[int], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     left = [p for p in pids if _alive(p)]
@@ -243,31 +218,28 @@ def _alive(pid: int) -> bool:
 class _Session:
     """A running server under valgrind and the load client's view of it."""
 
-    def __init__(self, server: postgres.Server, out_dir: Path, logs: Path, sizes: list[str]) -> None:
-        self.server = server
+    def __init__(self, instance: Instance, out_dir: Path, logs: Path) -> None:
+        self.instance = instance
         self.out_dir = out_dir
         self.logs = logs
-        self.sizes = sizes
         self.runs = 0
 
-    def run(self, args: list[str], seconds: int) -> tuple[Run, dict[str, Any]]:
+    def run(self, command: list[str], seconds: int) -> tuple[Run, dict[str, Any]]:
         """Runs the load client once; finds its backend's output file once every backend of the run is gone."""
-        assert self.server.proc is not None
-        postmaster = self.server.proc.pid
-        before = _children(postmaster)
+        before = self.instance.workers()
         files_before = set(self.out_dir.iterdir())
         self.runs += 1
         t0 = time.monotonic()
         out = loadclient.run(
-            ["run", *args, *self.sizes, "--clients", "1", "--seconds", str(seconds), "--warmup", "0"],
-            loadclient.connection_to(self.server),
-            self.logs / f"run{self.runs}-{seconds}s.log",
+            command, loadclient.connection_to(self.instance), self.logs / f"run{self.runs}-{seconds}s.log"
         )
-        s = out.summary
+        s = out.result.flat()
         if s.get("error_count"):
-            raise StepError(f"dbsweep-load run {args[0]} had {s['error_count']} errors: {s.get('error_samples')}")
+            raise StepError(
+                f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+            )
         # Backends born during the run write their file as they exit, which valgrind makes slow.
-        _wait_gone(_children(postmaster) - before, _WAIT_EXIT_S)
+        _wait_gone(self.instance.workers() - before, _WAIT_EXIT_S)
         wall = time.monotonic() - t0
         # A file of a process that already existed before the run (a slow-exiting earlier backend) is not ours.
         found: list[tuple[int, Path, int]] = []
@@ -278,8 +250,8 @@ class _Session:
                 found.append((ir, f, pid))
         if not found:
             raise StepError(
-                f"no backend output file appeared in {self.out_dir} after a run of {args[0]}; "
-                f"valgrind's messages are in {self.server.log}."
+                f"no backend output file appeared in {self.out_dir} after a run of {' '.join(command[:2])}; "
+                f"valgrind's messages are in {self.instance.log}."
             )
         ir, path, pid = max(found)  # the serving backend did far more than the client's table check
         # With --warmup 0 an event can finish before the client marks the start of measurement: count both.
@@ -297,60 +269,43 @@ class _Session:
         return run, s
 
 
-def _prewarm(server: postgres.Server, tables: int) -> None:
-    """Reads every table and index into shared buffers: a miss costs the backend thousands of instructions,
-    and the short run would take more of them per operation than the long one. Plain SQL, so installs
-    without the pg_prewarm extension work too."""
-    with server.connect() as c:
-        for t in range(1, tables + 1):
-            c.execute(f"SELECT sum(length(c)) FROM sbtest{t}")  # the heap, by a sequential scan
-            c.execute("SET enable_seqscan = off")
-            c.execute("SET enable_bitmapscan = off")
-            # Each index, by a full index-only scan (the visibility map comes with it).
-            c.execute(f"SELECT count(*) FROM sbtest{t} WHERE id > -2147483648")
-            c.execute(f"SELECT count(*) FROM sbtest{t} WHERE k > -2147483648")
-            c.execute("RESET ALL")
-
-
-def _load(server: postgres.Server, tables: int, rows: int, logs: Path, say: Callable[[str], None]) -> None:
-    """initdb and the sysbench tables, at full speed; frozen and checkpointed so reads set no hint bits."""
-    say(f"initdb and load of {tables} x {rows} rows (without valgrind)")
-    server.init()
-    server.start()
+def _load(instance: Instance, load: list[list[str]], logs: Path, say: Callable[[str], None]) -> None:
+    """A fresh data directory and the tables, at full speed; settled so reads set no hint bits."""
+    say("a fresh data directory and the load (without valgrind)")
+    instance.init()
+    instance.start()
     try:
-        loadclient.run(
-            ["prepare", "--tables", str(tables), "--rows", str(rows)],
-            loadclient.connection_to(server),
-            logs / "prepare.log",
-        )
-        with server.connect() as c:
-            c.execute("VACUUM (FREEZE, ANALYZE)")
-            c.execute("CHECKPOINT")
+        for i, command in enumerate(load):
+            loadclient.run(command, loadclient.connection_to(instance), logs / f"load{i}.log")
+        instance.settle()
+    except EngineError as e:
+        raise StepError(f"settling the loaded tables failed: {e}") from e
     finally:
-        server.stop()
+        instance.stop()
 
 
 def instructions_per_op(
-    install: postgres.Install,
+    engine: Engine,
+    install: Install,
     config_text: str,
     home: Path,
     *,
-    workload: str,
-    tables: int = 1,
-    rows: int = 10000,
-    range_: int = 100,
+    step: str,
+    load: list[list[str]],
+    run: Callable[[int], list[str]],
+    tables: list[str],
     short_seconds: int = 2,
     long_seconds: int = 6,
     repeats: int = 2,
     tool: Tool = "cachegrind",
-    prepared: bool = True,
     say: Callable[[str], None] | None = None,
 ) -> InstructionCount:
-    """Instructions per event and per query of the backend serving one client of `workload`.
+    """Instructions per event and per query of the backend serving one client of `step`.
 
-    `home` holds the server (data directory, logs) and valgrind's output files; a data directory loaded by
-    an earlier call with the same install, config, tables and rows is reused. Every process started here
-    is stopped on return, on error and on Ctrl-C."""
+    `load` are the load client's commands that build the tables (the suite's setup), `run(seconds)` the one
+    that runs the step for that long on one client. `home` holds the server (data directory, logs) and
+    valgrind's output files; a data directory loaded by an earlier call with the same install, config and
+    load is reused. Every process started here is stopped on return, on error and on Ctrl-C."""
     say = say or (lambda _msg: None)
     t_start = time.monotonic()
     if not 0 < short_seconds < long_seconds:
@@ -358,60 +313,56 @@ def instructions_per_op(
     if repeats < 1:
         raise DbsweepError(f"repeats must be at least 1, not {repeats}")
     version = valgrind_version()
-    check_runnable(install)
+    check_runnable(engine, install)
     home = home.resolve()
     out_dir = home / "valgrind"
     wrapper = valgrind_wrapper(tool, out_dir)
-    server = postgres.Server(
-        install=install,
-        home=home,
-        config_name="instructions",
-        config_text=config_text.rstrip() + "\n" + QUIET_CONFIG,
-        user=postgres.server_user(),
-    )
-    identity = {"bindir": str(install.bindir), "config": server.config_text, "tables": tables, "rows": rows}
+    user = engine.server_user()
+    instance = engine.instance(install, home, "instructions", config_text, user)
+    instance.config_text = config_text.rstrip() + "\n" + instance.quiet_config
+    identity = {"bindir": str(install.bindir), "config": instance.config_text, "load": load}
     marker = home / _LOADED
     logs = home / "instructions-logs"
     try:
-        reused = server.initialized() and marker.is_file() and json.loads(marker.read_text()) == identity
+        reused = instance.initialized() and marker.is_file() and json.loads(marker.read_text()) == identity
         if not reused:
-            _load(server, tables, rows, logs, say)
-        # A write workload changes the data: the marker comes back only if this measurement leaves it intact.
+            _load(instance, load, logs, say)
+        # A write step changes the data: the marker comes back only if this measurement leaves it intact.
         marker.unlink(missing_ok=True)
         shutil.rmtree(out_dir, ignore_errors=True)
-        r = procs.run_as(["mkdir", "-m", "0755", out_dir], user=server.user)
+        r = procs.run_as(["mkdir", "-m", "0755", out_dir], user=user)
         if r.returncode != 0:
             raise DbsweepError(f"cannot create {out_dir}: {r.stdout.strip()}")
         say(f"start under {tool}")
-        server.wrapper = wrapper
-        server.start()
-        _prewarm(server, tables)
-        session = _Session(server, out_dir, logs, ["--tables", str(tables), "--rows", str(rows)])
-        args = [workload, "--range", str(range_), *([] if prepared else ["--no-prepared"])]
-        say(f"{workload}: warm-up run under {tool}")
-        _, summary = session.run(args, 1)  # touches what the measured runs touch; also checks the workload
+        instance.wrapper = wrapper
+        instance.start()
+        try:
+            instance.prewarm(tables)
+        except EngineError as e:
+            raise StepError(f"warming the cache failed: {e}") from e
+        session = _Session(instance, out_dir, logs)
+        say(f"{step}: warm-up run under {tool}")
+        _, summary = session.run(run(1), 1)  # touches what the measured runs touch; also checks the step
         pairs: list[Pair] = []
         for i in range(repeats):
-            say(f"{workload}: pair {i + 1} of {repeats} ({short_seconds} s and {long_seconds} s)")
-            short, _ = session.run(args, short_seconds)
-            long, _ = session.run(args, long_seconds)
+            say(f"{step}: pair {i + 1} of {repeats} ({short_seconds} s and {long_seconds} s)")
+            short, _ = session.run(run(short_seconds), short_seconds)
+            long, _ = session.run(run(long_seconds), long_seconds)
             if long.events <= short.events:
                 raise StepError(
-                    f"the long run of {workload} completed {long.events} events, no more than the short run's "
+                    f"the long run of {step} completed {long.events} events, no more than the short run's "
                     f"{short.events}; make long_seconds longer."
                 )
             pairs.append(Pair(short, long))
         if summary.get("group") != "write":
             marker.write_text(json.dumps(identity))
     finally:
-        server.stop()
+        instance.stop()
     per_event = [p.per_event for p in pairs]
     mid = statistics.median(per_event)
     return InstructionCount(
-        workload=workload,
-        tables=tables,
-        rows=rows,
-        range_=range_,
+        step=step,
+        command=run(short_seconds),
         statements_per_event=int(summary["statements_per_event"]),
         per_event=mid,
         per_query=statistics.median(p.per_query for p in pairs),

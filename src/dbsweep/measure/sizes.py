@@ -1,21 +1,10 @@
-"""Database size as the engine sees it, and the data directory's size on disk (the seeds' dbgb1 and dbgb2)."""
+"""The data directory's size on disk (the seeds' dbgb2; dbgb1, the size the engine reports, is the engine's)."""
 
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
-from typing import Any
-
-import psycopg
-
-
-def database_size(conn: psycopg.Connection[Any]) -> int:
-    """Bytes of the connected database: pg_database_size(current_database())."""
-    row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-    if row is None or row[0] is None:
-        raise RuntimeError("pg_database_size returned nothing")
-    return int(row[0])
 
 
 def dir_size(path: Path) -> int:

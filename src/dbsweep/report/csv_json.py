@@ -16,17 +16,21 @@ from typing import Any, TextIO
 
 from dbsweep import __version__
 from dbsweep.report.data import (
-    IBENCH_OPS,
     PER_OP_ORDER,
     VERDICT_METRIC,
-    Cell,
     Comparison,
+    Entry,
     ReportData,
     Row,
     cell_max_us,
     config_change,
 )
-from dbsweep.suites import GROUPS
+from dbsweep.suites.registry import operations, summary_columns
+
+# Suites' own figures, medians over the repetitions, and the worst response time of each operation kind: the
+# columns of every suite, so a file has the same columns whatever its suite (empty where it has none).
+SUMMARY_COLUMNS = summary_columns()
+OPERATIONS = operations()
 
 
 def column_name(metric: str) -> str:
@@ -63,14 +67,7 @@ HEAD = [
     "lat_max_us",
     "lat_mean_us",
 ]
-IBENCH = [
-    "ips",
-    "dps",
-    "achieved_rate",
-    "target_rate",
-    "sla_ok",
-    *[f"max_{op}_us" for op in IBENCH_OPS],
-]
+SUITE_COLUMNS = [*SUMMARY_COLUMNS, "sla_ok", *[f"max_{op}_us" for op in OPERATIONS]]
 
 
 def _metric_columns(metric: str) -> list[str]:
@@ -85,7 +82,7 @@ def columns(data: ReportData) -> list[str]:
     """Every column, in order: the fixed ones, then any metric beyond the method's."""
     fixed = [c for m in PER_OP_ORDER for c in _metric_columns(m)]
     extra = [c for m in data.per_op_metrics if m not in PER_OP_ORDER for c in _metric_columns(m)]
-    return [*HEAD, *fixed, *IBENCH, *extra]
+    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra]
 
 
 def _clean(v: float | None) -> float | None:
@@ -101,7 +98,7 @@ def _comparison(prefix: str, c: Comparison | None) -> dict[str, Any]:
 
 
 def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
-    c: Cell = row.cells[target]
+    c: Entry = row.cells[target]
     is_base = target == data.base
     cmp = None if is_base else row.cmp[target]
     out: dict[str, Any] = {
@@ -135,10 +132,10 @@ def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
             out[f"{name}_ratio"] = row.cost_ratio[target].get(m)
         if m == VERDICT_METRIC:
             out.update(_comparison(name, None if is_base else row.cost_cmp[target]))
-    for key in ("ips", "dps", "achieved_rate", "target_rate"):
+    for key in SUMMARY_COLUMNS:
         out[key] = c.summary_median(key)
     out["sla_ok"] = c.sla_ok
-    for op in IBENCH_OPS:
+    for op in OPERATIONS:
         out[f"max_{op}_us"] = cell_max_us(c, op)
     return {k: _clean(v) if isinstance(v, float) else v for k, v in out.items()}
 
@@ -167,7 +164,7 @@ def groups(data: ReportData) -> list[dict[str, Any]]:
     return [
         {
             "group": g.group,
-            "group_title": GROUPS[g.group],
+            "group_title": g.title,
             "clients": g.clients,
             "target": g.target,
             "n": g.summary.n,
@@ -177,7 +174,7 @@ def groups(data: ReportData) -> list[dict[str, Any]]:
             "median": g.summary.median,
             "stddev": g.summary.stddev,
             "geomean": _clean(g.geomean),
-            **g.verdicts,
+            **{str(v): n for v, n in g.verdicts.items()},
         }
         for g in data.groups
     ]

@@ -8,7 +8,6 @@ ratio, interval, verdict and group summary is computed in this module, with `dbs
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import statistics
 from collections import Counter
@@ -16,10 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dbsweep import stats, verdicts
-from dbsweep.store import Store
+from dbsweep import plan, verdicts
+from dbsweep.report.tables import ExtraTable
+from dbsweep.results.store import Store
 from dbsweep.study import Study
-from dbsweep.suites import GROUPS, LOAD_STEP, STEPS, group_of
+from dbsweep.verdicts import stats
 
 # Per-operation metrics in the order the method's tables show them; any other stored metric follows.
 PER_OP_ORDER = ("cpu/o", "cs/o", "r/o", "rKB/o", "wKB/o", "client_cpu/o", "instructions/o")
@@ -27,21 +27,6 @@ PER_OP_ORDER = ("cpu/o", "cs/o", "r/o", "rKB/o", "wKB/o", "client_cpu/o", "instr
 NOT_COSTS = frozenset({"o/s"})
 # The per-operation metric that gets a verdict (lower is better).
 VERDICT_METRIC = "cpu/o"
-
-# The Insert Benchmark's response-time buckets (methodology 4.1): name and inclusive upper bound in µs.
-BUCKETS: tuple[tuple[str, float], ...] = (
-    ("le_256us", 256),
-    ("le_1ms", 1_000),
-    ("le_4ms", 4_000),
-    ("le_16ms", 16_000),
-    ("le_64ms", 64_000),
-    ("le_256ms", 256_000),
-    ("le_1s", 1_000_000),
-    ("le_4s", 4_000_000),
-    ("le_16s", 16_000_000),
-    ("gt_16s", math.inf),
-)
-IBENCH_OPS = ("insert", "delete", "query")
 
 
 class Sample(NamedTuple):
@@ -53,8 +38,9 @@ class Sample(NamedTuple):
     max_us: int
 
 
-class IbenchSample(NamedTuple):
-    """One second of an Insert Benchmark step (table `ibench_samples`)."""
+class RateSample(NamedTuple):
+    """One second of a step that runs several operations at once (the Insert Benchmark's inserts, deletes
+    and queries): their rates and worst times."""
 
     t: int
     ips: float
@@ -67,7 +53,7 @@ class IbenchSample(NamedTuple):
 
 @dataclass
 class Rep:
-    """One done repetition of a cell."""
+    """One done repetition: a stored cell of target x step x clients x repetition."""
 
     repetition: int
     cell_id: int
@@ -77,7 +63,7 @@ class Rep:
     per_op: dict[str, float | None] = field(default_factory=dict)
     # Loaded only when asked for (the HTML report): they can be large.
     samples: list[Sample] = field(default_factory=list)
-    ibench: list[IbenchSample] = field(default_factory=list)
+    rates: list[RateSample] = field(default_factory=list)
     histograms: dict[str, str] = field(default_factory=dict)
 
     def latency(self, key: str) -> float | None:
@@ -87,8 +73,9 @@ class Rep:
 
 
 @dataclass
-class Cell:
-    """One target at one step: its done repetitions (in repetition order) and its failures."""
+class Entry:
+    """One entry of the report's tables: a target at one step and client count, with its done repetitions
+    (in repetition order; each one a stored cell, `Rep`) and how many of its cells failed."""
 
     reps: list[Rep] = field(default_factory=list)
     failed: int = 0
@@ -131,12 +118,8 @@ class Cell:
         return stats.median(vals) if vals else None
 
     @property
-    def sla_failed(self) -> bool:
-        """A read-write step fails its SLA when any repetition missed the background insert rate."""
-        return any(s.get("sla_ok") is False for s in self.summaries)
-
-    @property
     def sla_ok(self) -> bool | None:
+        """Whether every repetition met its service level, where the suite's step has one."""
         known = [s["sla_ok"] for s in self.summaries if isinstance(s.get("sla_ok"), bool)]
         return all(known) if known else None
 
@@ -161,7 +144,9 @@ class Row:
     clients: int
     group: str
     ops_name: str
-    cells: dict[str, Cell]
+    cells: dict[str, Entry]
+    # Whether the step counts in the group summaries (the suite says; warm-ups and setup do not).
+    in_summaries: bool
     # rQPS per target (the base's is 1.0 when it has a value); kept apart from `cmp` for old callers.
     rel: dict[str, float | None]
     # Every target but the base: rQPS with its interval and verdict.
@@ -170,10 +155,6 @@ class Row:
     cost_ratio: dict[str, dict[str, float | None]] = field(default_factory=dict)
     # Every target but the base: the verdict on cpu/o (lower is better).
     cost_cmp: dict[str, Comparison] = field(default_factory=dict)
-
-    @property
-    def in_summaries(self) -> bool:
-        return self.step != LOAD_STEP and STEPS[self.step].in_summaries
 
 
 @dataclass(frozen=True)
@@ -185,11 +166,8 @@ class GroupStats:
     target: str
     summary: stats.GroupSummary
     geomean: float
-    verdicts: dict[str, int]
-
-    @property
-    def title(self) -> str:
-        return GROUPS[self.group]
+    verdicts: dict[stats.Verdict, int]
+    title: str
 
 
 @dataclass
@@ -292,7 +270,13 @@ class ReportData:
     base: str
     rows: list[Row]
     title: str = ""
-    suite: str = "sysbench"
+    suite: str = ""
+    # The suite's report groups in order (key -> title), its tables of its own, whether the terminal shows
+    # the common QPS table, and what each step's rate counts.
+    group_titles: dict[str, str] = field(default_factory=dict)
+    extra_tables: list[ExtraTable] = field(default_factory=list)
+    main_table: bool = True
+    rate_note: str = ""
     min_effect: float = 0.02
     confidence: float = 0.95
     per_op_metrics: list[str] = field(default_factory=list)
@@ -323,27 +307,27 @@ class ReportData:
 
 def _load_cells(
     store: Store, run_id: int, label: Callable[[str], str], series: bool
-) -> tuple[dict[tuple[str, int, str], Cell], dict[str, str]]:
-    cells: dict[tuple[str, int, str], Cell] = {}
+) -> tuple[dict[tuple[str, int, str], Entry], dict[str, str]]:
+    cells: dict[tuple[str, int, str], Entry] = {}
     ops_names: dict[str, str] = {}
     summaries = store.summaries(run_id)
     per_op = store.per_op(run_id)
     by_id: dict[int, Rep] = {}
     for r in store.results(run_id):
         rep = Rep(
-            repetition=int(r["repetition"]),
-            cell_id=int(r["cell_id"]),
-            qps=float(r["qps"]),
-            tps=float(r["tps"]),
-            summary=summaries.get(r["cell_id"], {}),
-            per_op=per_op.get(r["cell_id"], {}),
+            repetition=r.repetition,
+            cell_id=r.cell_id,
+            qps=r.qps,
+            tps=r.tps,
+            summary=summaries.get(r.cell_id, {}),
+            per_op=per_op.get(r.cell_id, {}),
         )
-        cells.setdefault((r["step"], r["clients"], label(r["target"])), Cell()).reps.append(rep)
+        cells.setdefault((r.step, r.clients, label(r.target)), Entry()).reps.append(rep)
         by_id[rep.cell_id] = rep
-        ops_names[r["step"]] = r["ops_name"]
+        ops_names[r.step] = r.ops_name
     for key, (st, _err) in store.statuses(run_id).items():
         if st == "failed":
-            cells.setdefault((key.step, key.clients, label(key.target)), Cell()).failed += 1
+            cells.setdefault((key.step, key.clients, label(key.target)), Entry()).failed += 1
     for cell in cells.values():
         cell.reps.sort(key=lambda r: r.repetition)
     if series:
@@ -352,58 +336,22 @@ def _load_cells(
 
 
 def _load_series(store: Store, run_id: int, by_id: dict[int, Rep]) -> None:
-    db = store.db
-    for cell_id, t, phase, ops, max_us in db.execute(
-        "SELECT s.cell_id, s.t, s.phase, s.ops, s.max_us FROM samples s JOIN cells c ON c.id = s.cell_id "
-        "WHERE c.run_id = ? AND c.status = 'done' ORDER BY s.cell_id, s.t",
-        (run_id,),
-    ):
+    for cell_id, t, phase, ops, max_us in store.seconds(run_id):
         if (rep := by_id.get(cell_id)) is not None:
-            rep.samples.append(Sample(int(t), str(phase), int(ops), int(max_us)))
-    for cell_id, *values in db.execute(
-        "SELECT s.cell_id, s.t, s.ips, s.dps, s.qps, s.max_insert_us, s.max_delete_us, s.max_query_us "
-        "FROM ibench_samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ? AND c.status = 'done' "
-        "ORDER BY s.cell_id, s.t",
-        (run_id,),
-    ):
+            rep.samples.append(Sample(t, phase, ops, max_us))
+    for cell_id, *values in store.rates(run_id):
         if (rep := by_id.get(cell_id)) is not None:
-            rep.ibench.append(IbenchSample(*values))
-    for cell_id, kind, data in db.execute(
-        "SELECT h.cell_id, h.kind, h.data FROM histograms h JOIN cells c ON c.id = h.cell_id "
-        "WHERE c.run_id = ? AND c.status = 'done' AND h.kind IN ('insert', 'delete', 'query')",
-        (run_id,),
-    ):
+            rep.rates.append(RateSample(*values))
+    for cell_id, kind, data in store.histograms(run_id, exclude=("latency",)):
         if (rep := by_id.get(cell_id)) is not None:
-            rep.histograms[str(kind)] = str(data)
-
-
-def _build_row(b: Any) -> dict[str, Any]:
-    keys = ("source", "source_identity", "variant", "version", "bindir", "cc", "cflags", "configure")
-    return dict(zip(keys, b, strict=True)) if b and b[0] is not None else {}
+            rep.histograms[kind] = data
 
 
 def _load_provenance(store: Store, run_id: int, label: Callable[[str], str]) -> dict[str, Provenance]:
-    latest: dict[str, tuple[str | None, dict[str, Any]]] = {}
-    seen: dict[str, set[int]] = {}
-    for name, prov_id, data, *build in store.db.execute(
-        "SELECT t.name, c.provenance_id, p.data, b.source, b.source_identity, b.variant, b.version, b.bindir, "
-        "b.cc, b.cflags, b.configure FROM cells c JOIN targets t ON t.id = c.target_id "
-        "LEFT JOIN provenance p ON p.id = c.provenance_id LEFT JOIN builds b ON b.id = c.build_id "
-        "WHERE c.run_id = ? AND c.status = 'done' ORDER BY c.id",
-        (run_id,),
-    ):
-        t = label(str(name))
-        if prov_id is not None:
-            seen.setdefault(t, set()).add(int(prov_id))
-        latest[t] = (data, _build_row(build))
     out: dict[str, Provenance] = {}
-    for t, (data, build) in latest.items():
-        try:
-            parsed = json.loads(data) if data else {}
-        except ValueError:
-            parsed = {}
-        if parsed or build:
-            out[t] = Provenance(t, parsed if isinstance(parsed, dict) else {}, build, len(seen.get(t, ())))
+    for name, (data, build, records) in store.provenance(run_id).items():
+        t = label(name)
+        out[t] = Provenance(t, data, build, records)
     return out
 
 
@@ -411,8 +359,8 @@ def _load_provenance(store: Store, run_id: int, label: Callable[[str], str]) -> 
 
 
 def compare(
-    base: Cell,
-    target: Cell,
+    base: Entry,
+    target: Entry,
     values: Callable[[Rep], float | None],
     *,
     paired: bool,
@@ -436,7 +384,7 @@ def _geomean(values: Sequence[float]) -> float:
     return statistics.geometric_mean(values) if all(v > 0 for v in values) else math.nan
 
 
-def group_stats(rows: Iterable[Row], others: Sequence[str]) -> list[GroupStats]:
+def group_stats(rows: Iterable[Row], others: Sequence[str], titles: dict[str, str]) -> list[GroupStats]:
     """Summaries of rQPS per group, client count and target, over the steps that count in summaries."""
     by: dict[tuple[str, int, str], list[Row]] = {}
     for row in rows:
@@ -445,17 +393,14 @@ def group_stats(rows: Iterable[Row], others: Sequence[str]) -> list[GroupStats]:
         for t in others:
             by.setdefault((row.group, row.clients, t), []).append(row)
     out: list[GroupStats] = []
-    order = list(GROUPS)
+    order = list(titles)
     for (group, clients, t), grp in sorted(by.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
         vals = [r for row in grp if (r := row.rel.get(t)) is not None]
         if not vals:
             continue
         verdicts = Counter(v for row in grp if (v := row.cmp[t].verdict) is not None)
-        out.append(
-            GroupStats(
-                group, clients, t, stats.summarise(vals), _geomean(vals), {v: verdicts[v] for v in stats.VERDICTS}
-            )
-        )
+        counts = {v: verdicts[v] for v in stats.VERDICTS}
+        out.append(GroupStats(group, clients, t, stats.summarise(vals), _geomean(vals), counts, titles[group]))
     # Targets in column order within each group and client count.
     return sorted(out, key=lambda g: (order.index(g.group), g.clients, list(others).index(g.target)))
 
@@ -475,19 +420,22 @@ def _assemble(
     targets: list[str],
     base: str,
     keys: list[tuple[str, int]],
-    cells: dict[tuple[str, int, str], Cell],
+    cells: dict[tuple[str, int, str], Entry],
     ops_names: dict[str, str],
     *,
     paired: bool,
 ) -> ReportData:
     m = study.measure
+    suite = study.bench
     rows: list[Row] = []
     for step, clients in keys:
-        row_cells = {t: cells.get((step, clients, t), Cell()) for t in targets}
+        row_cells = {t: cells.get((step, clients, t), Entry()) for t in targets}
         base_median = row_cells[base].median
         rel = {t: _ratio(c.median, base_median) for t, c in row_cells.items()}
-        rows.append(Row(step, clients, group_of(step), ops_names.get(step, "queries"), row_cells, rel))
+        ops_name = ops_names.get(step, suite.ops_name(step))
+        rows.append(Row(step, clients, suite.group_of(step), ops_name, row_cells, suite.in_summaries(step), rel))
     data = ReportData(study, run_id, targets, base, rows, title=study.title, suite=study.suite.name)
+    data.group_titles, data.main_table, data.rate_note = suite.groups, suite.main_table, suite.report_note()
     data.min_effect, data.confidence = m.min_effect, m.confidence
     data.per_op_metrics = metric_names(rows)
     for row in rows:
@@ -507,7 +455,7 @@ def _assemble(
                 min_effect=m.min_effect,
                 higher_is_better=False,
             )
-    data.groups = group_stats(rows, data.others)
+    data.groups = group_stats(rows, data.others, data.group_titles)
     return data
 
 
@@ -515,24 +463,14 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return stats.relative(value, base) if value is not None and base is not None else None
 
 
-def _row_keys(study: Study) -> list[tuple[str, int]]:
-    from dbsweep.runner import clients_of
-
-    steps = ([LOAD_STEP] if study.suite.name == "sysbench" else []) + study.steps()
-    order = list(GROUPS)
-    keys: list[tuple[str, int]] = []
-    for step in sorted(steps, key=lambda s: (order.index(group_of(s)), steps.index(s))):
-        keys.extend((step, c) for c in ([1] if step == LOAD_STEP else clients_of(study, step)))
-    return keys
-
-
 def gather(study: Study, store: Store, run_id: int, series: bool = False) -> ReportData:
     """The report of one run of a study; `series` also loads per-second samples and histograms."""
     cells, ops_names = _load_cells(store, run_id, str, series)
     targets = [t.label for t in study.targets]
-    data = _assemble(study, run_id, targets, study.base, _row_keys(study), cells, ops_names, paired=True)
+    data = _assemble(study, run_id, targets, study.base, plan.row_keys(study), cells, ops_names, paired=True)
     data.provenance = _load_provenance(store, run_id, str)
     data.runs, data.has_series = f"run {run_id}", series
+    data.extra_tables = study.bench.report_tables(data)
     return data
 
 
@@ -545,11 +483,12 @@ def compare_targets(
         if name not in labels:
             raise KeyError(name)
     cells, ops_names = _load_cells(store, run_id, str, series)
-    data = _assemble(study, run_id, [base, target], base, _row_keys(study), cells, ops_names, paired=True)
+    data = _assemble(study, run_id, [base, target], base, plan.row_keys(study), cells, ops_names, paired=True)
     prov = _load_provenance(store, run_id, str)
     data.provenance = {t: prov[t] for t in data.targets if t in prov}
     data.title = f"{study.title}: {target} vs {base}"
     data.runs, data.has_series = f"run {run_id}", series
+    data.extra_tables = study.bench.report_tables(data)
     return data
 
 
@@ -579,10 +518,10 @@ def compare_runs(
     base = la(a.base)
     targets = [base, *[lb(t.label) for t in b.targets]]
     cells = {k: v for k, v in cells_a.items() if k[2] == base} | cells_b
-    keys = _row_keys(a)
-    keys += [k for k in _row_keys(b) if k not in keys]
-    order = list(GROUPS)
-    keys.sort(key=lambda k: order.index(group_of(k[0])))  # stable: each group keeps A's order, then B's
+    keys = plan.row_keys(a)
+    keys += [k for k in plan.row_keys(b) if k not in keys]
+    order = list(a.bench.groups)
+    keys.sort(key=lambda k: order.index(a.bench.group_of(k[0])))  # stable: each group keeps A's order, then B's
     data = _assemble(a, run_a, targets, base, keys, cells, {**ops_b, **ops_a}, paired=False)
     prov_a = _load_provenance(store_a, run_a, la)
     data.provenance = {base: prov_a[base]} if base in prov_a else {}
@@ -595,13 +534,14 @@ def compare_runs(
             "the ratios compare different measurements."
         )
     data.notes.append("Runs of different studies are not interleaved, so their repetitions are not paired.")
+    data.extra_tables = a.bench.report_tables(data)
     return data
 
 
-# ---- Insert Benchmark extras --------------------------------------------------------------------
+# ---- per-operation response times (steps that run several operations: their summary's `latency` by kind) ----
 
 
-def _decode(encoded: str) -> Any:
+def decode_histogram(encoded: str) -> Any:
     from hdrh.histogram import HdrHistogram
 
     try:
@@ -610,54 +550,25 @@ def _decode(encoded: str) -> Any:
         return None
 
 
-def _latency_of(rep: Rep, op: str) -> dict[str, Any]:
+def latency_of(rep: Rep, op: str) -> dict[str, Any]:
     lat = rep.summary.get("latency")
     v = lat.get(op) if isinstance(lat, dict) else None
     return v if isinstance(v, dict) else {}
 
 
-def _bucket_index(us: float) -> int:
-    return next(i for i, (_, bound) in enumerate(BUCKETS) if us <= bound)
-
-
-def rep_buckets(rep: Rep, op: str) -> list[int] | None:
-    """Response-time counts of one repetition in the method's buckets: from the summary when the
-    client reported them, else from the stored HDR histogram; None when neither is there."""
-    given = _latency_of(rep, op).get("buckets")
-    if isinstance(given, dict) and given:
-        return [int(given.get(name, 0) or 0) for name, _ in BUCKETS]
-    encoded = rep.histograms.get(op) or _latency_of(rep, op).get("hdr")
-    h = _decode(encoded) if isinstance(encoded, str) and encoded else None
-    if h is None:
-        return None
-    counts = [0] * len(BUCKETS)
-    for item in h.get_recorded_iterator():
-        # The lowest value the HDR bucket stands for: a recorded 4000 µs stays within le_4ms.
-        counts[_bucket_index(h.get_lowest_equivalent_value(item.value_iterated_to))] += (
-            item.count_added_in_this_iter_step
-        )
-    return counts
-
-
-def cell_buckets(cell: Cell, op: str) -> list[int] | None:
-    """The method's bucket counts summed over the repetitions that have them."""
-    per_rep = [b for r in cell.reps if (b := rep_buckets(r, op)) is not None]
-    return [sum(col) for col in zip(*per_rep, strict=True)] if per_rep else None
-
-
 def rep_max_us(rep: Rep, op: str) -> float | None:
     """The worst response time of one repetition for an operation: summary, histogram or per-second max."""
-    v = _latency_of(rep, op).get("max_us")
+    v = latency_of(rep, op).get("max_us")
     if isinstance(v, int | float):
         return float(v)
     encoded = rep.histograms.get(op)
-    if encoded and (h := _decode(encoded)) is not None and h.get_total_count():
+    if encoded and (h := decode_histogram(encoded)) is not None and h.get_total_count():
         return float(h.get_max_value())
-    per_second = [m for s in rep.ibench if (m := getattr(s, f"max_{op}_us")) is not None]
+    per_second = [m for s in rep.rates if (m := getattr(s, f"max_{op}_us")) is not None]
     return float(max(per_second)) if per_second else None
 
 
-def cell_max_us(cell: Cell, op: str) -> float | None:
+def cell_max_us(cell: Entry, op: str) -> float | None:
     """The worst response time over all repetitions."""
     vals = [v for r in cell.reps if (v := rep_max_us(r, op)) is not None]
     return max(vals) if vals else None

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-from dbsweep import stats
 from dbsweep.report.data import Comparison, ReportData
-from dbsweep.suites import GROUPS
+from dbsweep.verdicts import stats
 
 DASH = "-"
 
@@ -66,7 +65,7 @@ def cost_colour(r: float | None) -> str:
 
 
 def group_title(group: str, clients: int, data: ReportData) -> str:
-    title = GROUPS[group]
+    title = data.group_titles.get(group, group)
     if len(data.client_counts) > 1 and group != "load":
         title += f", {clients} client{'s' if clients != 1 else ''}"
     return title

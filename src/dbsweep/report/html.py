@@ -22,24 +22,20 @@ import plotly.io as pio
 import plotly.offline
 from plotly.subplots import make_subplots
 
-from dbsweep import __version__, stats
-from dbsweep.ibench import SLA_SHARE
+from dbsweep import __version__
 from dbsweep.report import fmt
 from dbsweep.report.data import (
-    BUCKETS,
-    IBENCH_OPS,
     VERDICT_METRIC,
-    Cell,
     Comparison,
-    IbenchSample,
+    Entry,
+    RateSample,
     ReportData,
     Row,
     Sample,
-    cell_buckets,
-    cell_max_us,
     config_change,
 )
-from dbsweep.suites import GROUPS, STEPS
+from dbsweep.report.tables import ExtraTable
+from dbsweep.verdicts import stats
 
 # A line of one point per second is averaged down to at most this many points: a long step with many
 # targets and repetitions would otherwise make a page of tens of megabytes that draws slowly.
@@ -118,7 +114,7 @@ def _relative_table(data: ReportData) -> Table:
     return Table("rel", top, heads, _grouped_rows(data, cells))
 
 
-def _spread(c: Cell) -> str:
+def _spread(c: Entry) -> str:
     if not c.values:
         return fmt.DASH
     return f"{fmt.num(min(c.values))} – {fmt.num(max(c.values))}"
@@ -223,130 +219,35 @@ def _per_op_tables(data: ReportData) -> list[tuple[str, Table]]:
     return out
 
 
-# ---- Insert Benchmark ----------------------------------------------------------------------------
+# ---- the suite's own tables -------------------------------------------------------------------
 
 
-def _ibench_tables(data: ReportData) -> list[tuple[str, Table]]:
-    rows = [r for r in data.rows if r.step in STEPS]
-    steps = [r.step for r in rows]
-    styles = {
-        r.step: fmt.column_styles(
-            {t: r.cells[t].median for t in data.ordered}, {t: r.cells[t].sla_failed for t in data.ordered}
-        )
-        for r in rows
-    }
-    abs_rows = [
+def _extra_table(extra: ExtraTable) -> Table:
+    rows = [
         [
-            Td(t),
-            *[
-                Td(
-                    fmt.num(r.cells[t].median),
-                    "c-" + styles[r.step][t] if t in styles[r.step] else "",
-                    _sort_value(r.cells[t].median),
-                )
-                for r in rows
-            ],
+            Td(v.text, f"c-{v.colour}" if v.colour else "", None if i < extra.labels else v.sort, v.tip, v.css)
+            for i, v in enumerate(line)
         ]
-        for t in data.ordered
+        for line in extra.rows
     ]
-    rel_rows = [[Td(t), *[_ratio_td(r.rel[t]) for r in rows]] for t in data.ordered]
-    out = [
-        (
-            "Throughput",
-            Table(
-                "ib-abs",
-                [],
-                ["target", *steps],
-                [("", abs_rows)],
-                "Inserted rows/s for l.i0, l.i1, l.i2; indexed rows/s for l.x; queries/s for the read-write steps. "
-                "Per column: red near the lowest, green near the highest that met its SLA, grey = missed the SLA.",
-            ),
-        ),
-        ("Throughput relative to the base", Table("ib-rel", [], ["target", *steps], [("", rel_rows)])),
-    ]
-    rw = [r for r in rows if STEPS[r.step].rate]
-    if rw:
-        bg_rows = []
-        for t in data.ordered:
-            line = [Td(t)]
-            for r in rw:
-                c = r.cells[t]
-                v = c.summary_median("achieved_rate")
-                line.append(
-                    Td(fmt.num(v) + (" SLA" if c.sla_failed else ""), "c-red" if c.sla_failed else "", _sort_value(v))
-                )
-            bg_rows.append(line)
-        targets = [
-            next((v for t in data.ordered if (v := r.cells[t].summary_median("target_rate")) is not None), None)
-            for r in rw
-        ]
-        bg_rows.append([Td("target", "c-grey"), *[Td(fmt.num(v), "c-grey") for v in targets]])
-        out.append(
-            (
-                "Background insert rate (rows/s)",
-                Table(
-                    "ib-bg",
-                    [],
-                    ["target", *[r.step for r in rw]],
-                    [("", bg_rows)],
-                    f"SLA: the achieved rate is below {SLA_SHARE:.0%} of the target (last row).",
-                ),
-            )
-        )
-    max_rows = []
-    for t in data.ordered:
-        for op in IBENCH_OPS:
-            vals = [cell_max_us(r.cells[t], op) for r in rows]
-            if any(v is not None for v in vals):
-                max_rows.append([Td(t), Td(op), *[Td(fmt.ms(v), sort=_sort_value(v)) for v in vals]])
-    if max_rows:
-        out.append(
-            (
-                "Worst response time (ms)",
-                Table("ib-max", [], ["target", "op", *steps], [("", max_rows)], "Over all repetitions."),
-            )
-        )
-    return out
+    return Table(extra.key, [], list(extra.header), [("", rows)], extra.note)
 
 
-def _share_td(n: int, total: int) -> Td:
-    if n == 0:
-        return Td("")
-    share = 100 * n / total
-    light = 100 - min(60.0, share * 0.6)  # darker grey for a larger share, as the method's tables
-    return Td(
-        "nonzero" if round(share, 3) == 0 else f"{share:.3f}", sort=share, style=f"background:hsl(0,0%,{light:.0f}%)"
-    )
-
-
-def _histogram_tables(data: ReportData) -> list[tuple[str, Table]]:
-    out = []
-    for r in (r for r in data.rows if r.step in STEPS):
-        lines: list[list[Td]] = []
-        maxima: list[float] = []
-        for op in IBENCH_OPS:
-            for t in data.ordered:
-                counts = cell_buckets(r.cells[t], op)
-                if not counts or not sum(counts):
-                    continue
-                mx = cell_max_us(r.cells[t], op)
-                if mx is not None:
-                    maxima.append(mx)
-                lines.append([Td(t), Td(op), *[_share_td(n, sum(counts)) for n in counts], Td(fmt.ms(mx), sort=mx)])
-        if not lines:
+def _extras(data: ReportData) -> list[dict[str, Any]]:
+    """The suite's tables by section: a long one (a histogram per step) folded under its title."""
+    sections: dict[str, dict[str, Any]] = {}
+    for t in data.extra_tables:
+        if not t.shown_in("html"):
             continue
-        # The max column: red in the top quarter of its range, green in the bottom one (no red when tight).
-        lo, hi = (min(maxima), max(maxima)) if maxima else (0.0, 0.0)
-        for line in lines:
-            v = line[-1].sort
-            if v is not None and hi > lo:
-                if v >= hi - 0.25 * (hi - lo) and lo < 0.8 * hi:
-                    line[-1].cls = "c-red"
-                elif v <= lo + 0.25 * (hi - lo):
-                    line[-1].cls = "c-green"
-        heads = ["target", "op", *[name for name, _ in BUCKETS], "max ms"]
-        out.append((r.step, Table(f"hist-{r.step}", [], heads, [("", lines)])))
-    return out
+        section = t.section or data.suite
+        top = section.split(":")[0]
+        x = sections.setdefault(top, {"id": "x-" + top.lower().replace(" ", "-"), "title": top, "tables": []})
+        folded = section != top
+        if folded and x.get("sub") != section:  # the heading the folded tables sit under
+            x["sub"] = section
+            x["tables"].append((section.partition(":")[2].strip().capitalize(), None, True))
+        x["tables"].append((t.title.removeprefix("response times of ") if folded else t.title, _extra_table(t), folded))
+    return list(sections.values())
 
 
 # ---- charts --------------------------------------------------------------------------------------
@@ -359,7 +260,7 @@ def _colour(data: ReportData, t: str) -> str:
 def _x_labels(data: ReportData, rows: list[Row]) -> list[list[str]]:
     many = len(data.client_counts) > 1
     return [
-        [GROUPS[r.group].split(" (")[0] for r in rows],
+        [data.group_titles.get(r.group, r.group).split(" (")[0] for r in rows],
         [fmt.short_step(r.step) + (f" c{r.clients}" if many and r.step != "load" else "") for r in rows],
     ]
 
@@ -545,8 +446,9 @@ def _fig_throughput(data: ReportData) -> Chooser | None:
     return Chooser("tput", fig, [(_key(r), _key_label(r, data)) for r in rows], reps)
 
 
-def _fig_ibench(data: ReportData) -> Chooser | None:
-    rows = [r for r in data.rows if any(rep.ibench for t in data.ordered for rep in r.cells[t].reps)]
+def _fig_rates(data: ReportData) -> Chooser | None:
+    """Steps that run several operations at once (the Insert Benchmark's): each one's rate and worst time."""
+    rows = [r for r in data.rows if any(rep.rates for t in data.ordered for rep in r.cells[t].reps)]
     if not rows:
         return None
     series = [
@@ -570,7 +472,7 @@ def _fig_ibench(data: ReportData) -> Chooser | None:
     for r in rows:
         for t in data.ordered:
             for rep in r.cells[t].reps:
-                pts: list[IbenchSample] = rep.ibench
+                pts: list[RateSample] = rep.rates
                 if not pts:
                     continue
                 for i, (attr, _title) in enumerate(series):
@@ -594,7 +496,7 @@ def _fig_ibench(data: ReportData) -> Chooser | None:
                         row=i // 2 + 1,
                         col=i % 2 + 1,
                     )
-    _layout(fig, "Insert Benchmark: per-second rates and worst response times", 720, showlegend=True)
+    _layout(fig, "Per-second rates of each operation and their worst response times", 720, showlegend=True)
     fig.update_layout(legend={"y": -0.08})
     return Chooser("ibts", fig, [(_key(r), _key_label(r, data)) for r in rows], reps)
 
@@ -649,7 +551,7 @@ def render(data: ReportData) -> str:
     ]
     rqps = _fig_rqps(data)
     latency = _fig_latency(data)
-    choosers = [c for c in (_fig_throughput(data), _fig_ibench(data)) if c is not None]
+    choosers = [c for c in (_fig_throughput(data), _fig_rates(data)) if c is not None]
     return page.render(
         data=data,
         version=__version__,
@@ -667,7 +569,6 @@ def render(data: ReportData) -> str:
         choosers=[{"id": c.id, "choices": c.keys, "reps": c.reps, "html": (_plot(c.fig, c.id))} for c in choosers],
         tput=any(c.id == "tput" for c in choosers),
         per_op=_per_op_tables(data),
-        ibench=_ibench_tables(data) if data.suite == "ibench" else [],
-        histograms=_histogram_tables(data) if data.suite == "ibench" else [],
+        extras=_extras(data),
         provenance=provenance,
     )

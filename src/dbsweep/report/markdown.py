@@ -9,19 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dbsweep.ibench import SLA_SHARE
 from dbsweep.report import fmt
-from dbsweep.report.data import (
-    BUCKETS,
-    IBENCH_OPS,
-    VERDICT_METRIC,
-    ReportData,
-    Row,
-    cell_buckets,
-    cell_max_us,
-    config_change,
-)
-from dbsweep.suites import STEPS
+from dbsweep.report.data import VERDICT_METRIC, ReportData, Row, config_change
+from dbsweep.report.tables import ExtraTable
 
 # The seeds' columns are 8 wide; wider values widen their column.
 WIDTH = 8
@@ -126,8 +116,7 @@ def render(data: ReportData) -> str:
         ]
     )
     out += _per_op(data)
-    if data.suite == "ibench":
-        out += _ibench(data)
+    out += _extras([e for e in data.extra_tables if e.shown_in("markdown")])
     out += _provenance(data)
     return "\n".join(out).rstrip() + "\n"
 
@@ -180,81 +169,30 @@ def _per_op(data: ReportData) -> list[str]:
     return out
 
 
-def _table(headings: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
-    """A plain aligned table, first column left, the others right-aligned."""
+def _table(headings: Sequence[str], lines: Sequence[Sequence[str]], labels: int = 1) -> list[str]:
+    """A plain aligned table, the label columns left, the others right-aligned."""
     widths = [max(len(h), *(len(ln[i]) for ln in lines)) for i, h in enumerate(headings)]
 
     def fmt_line(cells: Sequence[str]) -> str:
         return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if i < labels else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         )
 
     return [fmt_line(headings), *[fmt_line(ln) for ln in lines]]
 
 
-def _ibench(data: ReportData) -> list[str]:
-    rows = [r for r in data.rows if r.step in STEPS]
-    steps = [r.step for r in rows]
-    out = ["## Insert Benchmark", ""]
-    abs_lines = [[t, *[fmt.plain(r.cells[t].median) for r in rows]] for t in data.ordered]
-    rel_lines = [[t, *[fmt.ratio(r.rel[t]) for r in rows]] for t in data.ordered]
-    out += [
-        "Throughput: inserted rows/s for l.i0, l.i1, l.i2; indexed rows/s for l.x; queries/s for the read-write steps.",
-        "",
-    ]
-    out += _fence(_table(["target", *steps], abs_lines))
-    out += [f"Throughput relative to the base ({data.base}).", ""]
-    out += _fence(_table(["target", *steps], rel_lines))
-    rw = [r for r in rows if STEPS[r.step].rate]
-    if rw:
-        lines = []
-        for t in data.ordered:
-            vals = []
-            for r in rw:
-                c = r.cells[t]
-                v = fmt.plain(c.summary_median("achieved_rate"))
-                vals.append(f"{v} SLA" if c.sla_failed else v)
-            lines.append([t, *vals])
-        target_rates = [
-            fmt.plain(next((r.cells[t].summary_median("target_rate") for t in data.ordered if r.cells[t].reps), None))
-            for r in rw
-        ]
-        lines.append(["target", *target_rates])
-        out += [
-            f"Background insert rate of the read-write steps (rows/s); `SLA`: below {SLA_SHARE:.0%} of the target.",
-            "",
-        ]
-        out += _fence(_table(["target", *[r.step for r in rw]], lines))
-    max_lines = [
-        [t, op, *[fmt.ms(cell_max_us(r.cells[t], op)) for r in rows]]
-        for t in data.ordered
-        for op in IBENCH_OPS
-        if any(cell_max_us(r.cells[t], op) is not None for r in rows)
-    ]
-    if max_lines:
-        out += ["Worst response time per operation (ms, over all repetitions).", ""]
-        out += _fence(_table(["target", "op", *steps], max_lines))
-    for r in rows:
-        hist = []
-        for op in IBENCH_OPS:
-            for t in data.ordered:
-                counts = cell_buckets(r.cells[t], op)
-                if not counts or not sum(counts):
-                    continue
-                total = sum(counts)
-                hist.append([f"{t} {op}", *[_share(n, total) for n in counts], fmt.ms(cell_max_us(r.cells[t], op))])
-        if hist:
-            out += [f"Response times of {r.step}: % of statements per bucket, then the worst (ms).", ""]
-            out += _fence(_table(["target op", *[name for name, _ in BUCKETS], "max"], hist))
+def _extras(tables: list[ExtraTable]) -> list[str]:
+    """The suite's own tables, under their section's heading; each a title line, the fenced table, its note."""
+    out: list[str] = []
+    section = None
+    for t in tables:
+        if t.section != section:
+            section = t.section
+            if section:
+                out += [f"## {section}", ""]
+        out += [f"{t.title[:1].upper()}{t.title[1:]}." + (f" {t.note}" if t.note else ""), ""]
+        out += _fence(_table(t.header, [[v.text for v in line] for line in t.rows], t.labels))
     return out
-
-
-def _share(n: int, total: int) -> str:
-    """The method's histogram cells: blank for none, `nonzero` for a share that rounds to 0.000."""
-    if n == 0:
-        return ""
-    share = 100 * n / total
-    return "nonzero" if round(share, 3) == 0 else f"{share:.3f}"
 
 
 def _provenance(data: ReportData) -> list[str]:

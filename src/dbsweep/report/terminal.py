@@ -1,16 +1,15 @@
 """The terminal report: QPS per target and step, rQPS against the base with its interval and verdict,
-coloured; the group summaries; the hardware cost per operation; the Insert Benchmark's tables."""
+coloured; the suite's own tables; the group summaries; the hardware cost per operation."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from dbsweep import stats
-from dbsweep.ibench import SLA_SHARE
 from dbsweep.report import fmt
-from dbsweep.report.data import IBENCH_OPS, PER_OP_ORDER, VERDICT_METRIC, Cell, ReportData, Row, cell_max_us
-from dbsweep.suites import GROUPS, STEPS
+from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, ReportData
+from dbsweep.report.tables import ExtraTable
+from dbsweep.verdicts import stats
 
 STYLE = {"red": "red", "green": "green", "grey": "grey62"}
 VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "grey62", "unsure": "yellow"}
@@ -33,10 +32,11 @@ def _verdict(v: str | None) -> str:
 
 
 def render(data: ReportData, console: Console) -> None:
-    if data.suite == "ibench":
-        render_ibench(data, console)
-    else:
+    if data.main_table:
         _render_main(data, console)
+    for extra in data.extra_tables:
+        if extra.shown_in("terminal"):
+            render_extra(extra, console)
     _render_groups(data, console)
     _render_per_op(data, console)
     for note in data.notes:
@@ -68,7 +68,7 @@ def _render_main(data: ReportData, console: Console) -> None:
     for row in data.rows:
         if row.group != group:
             group = row.group
-            table.add_row(f"[bold]{GROUPS[group]}[/bold]", end_section=False)
+            table.add_row(f"[bold]{data.group_titles.get(group, group)}[/bold]", end_section=False)
         name = row.step + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
         cells = [name, str(row.clients)]
         for t in data.ordered:
@@ -158,95 +158,20 @@ def _render_per_op(data: ReportData, console: Console) -> None:
     )
 
 
-def _median_of(cell: Cell, key: str) -> float | None:
-    return cell.summary_median(key)
-
-
-def _sla_failed(cell: Cell) -> bool:
-    """A read-write step fails its SLA when any repetition missed the background insert rate."""
-    return cell.sla_failed
-
-
-def render_ibench(data: ReportData, console: Console) -> None:
-    """The Insert Benchmark's three summary tables (methodology 4.1): throughput, throughput relative to
-    the base, and the background insert rate of the read-write steps with SLA failures marked; then the
-    worst response times."""
-    rows = [r for r in data.rows if r.step in STEPS]
-    names = data.ordered
-    absolute = Table(title=f"{data.title}: throughput per step, {data.runs}", title_justify="left")
-    relative = Table(title=f"throughput relative to the base ({data.base})", title_justify="left")
-    for table in (absolute, relative):
-        table.add_column("target", no_wrap=True)
-        for r in rows:
-            table.add_column(r.step, justify="right")
-    styles = {
-        r.step: fmt.column_styles({t: r.cells[t].median for t in names}, {t: _sla_failed(r.cells[t]) for t in names})
-        for r in rows
-    }
-    for t in names:
-        abs_cells, rel_cells = [t], [t]
-        for r in rows:
-            c = r.cells[t]
-            txt = "[red]failed[/red]" if c.failed and not c.values else _num(c.median)
-            style = STYLE.get(styles[r.step].get(t, ""))
-            abs_cells.append(f"[{style}]{txt}[/]" if style and c.values else txt)
-            rel = r.rel[t]
-            cmp = r.cmp.get(t)
-            mark = f" {_verdict(cmp.verdict)}" if cmp is not None and cmp.verdict not in (None, "same") else ""
-            rel_cells.append((_coloured(rel) if rel is not None else "-") + mark)
-        absolute.add_row(*abs_cells)
-        relative.add_row(*rel_cells)
-    console.print(absolute)
-    console.print(
-        "inserted rows/s for l.i0, l.i1, l.i2; indexed rows/s for l.x; queries/s for the read-write steps. "
-        "Per column: [red]red[/red] near the lowest, [green]green[/green] near the highest that met its SLA, "
-        "[grey62]grey[/grey62] = missed the SLA (ignore the value)."
-    )
-    console.print(relative)
-    rw = [r for r in rows if STEPS[r.step].rate]
-    if rw:
-        background = Table(title="background insert rate of the read-write steps (rows/s)", title_justify="left")
-        background.add_column("target", no_wrap=True)
-        for r in rw:
-            background.add_column(r.step, justify="right")
-        for t in names:
-            out = [t]
-            for r in rw:
-                c = r.cells[t]
-                txt = _num(_median_of(c, "achieved_rate"))
-                out.append(f"[red]{txt} SLA[/red]" if _sla_failed(c) else txt)
-            background.add_row(*out)
-        target_row = ["target"]
-        for r in rw:
-            target = next((_median_of(r.cells[t], "target_rate") for t in names if r.cells[t].summaries), None)
-            target_row.append(f"[grey62]{_num(target)}[/grey62]")
-        background.add_row(*target_row, end_section=True)
-        console.print(background)
-        console.print(
-            f"A step misses its SLA ([red]SLA[/red]) when the achieved background insert rate is below "
-            f"{SLA_SHARE:.0%} of the target (clients x the step's rate per client)."
-        )
-    _render_ibench_max(data, rows, console)
-
-
-def _render_ibench_max(data: ReportData, rows: list[Row], console: Console) -> None:
-    found = {
-        (t, op) for r in rows for t in data.ordered for op in IBENCH_OPS if cell_max_us(r.cells[t], op) is not None
-    }
-    if not found:
-        return
-    table = Table(title="worst response time per operation (ms, over all repetitions)", title_justify="left")
-    table.add_column("target", no_wrap=True)
-    table.add_column("operation", no_wrap=True)
-    for r in rows:
-        table.add_column(r.step, justify="right")
-    for t in data.ordered:
-        ops = [op for op in IBENCH_OPS if (t, op) in found]
-        for i, op in enumerate(ops):
-            table.add_row(
-                t if i == 0 else "",
-                op,
-                *[fmt.ms(cell_max_us(r.cells[t], op)) for r in rows],
-                end_section=i == len(ops) - 1,
-            )
+def render_extra(extra: ExtraTable, console: Console) -> None:
+    """A suite's table: label columns left, values right, coloured; its note under it."""
+    table = Table(title=extra.title, title_justify="left")
+    for i, head in enumerate(extra.header):
+        if i < extra.labels:
+            table.add_column(head, no_wrap=True)
+        else:
+            table.add_column(head, justify="right")
+    for i, line in enumerate(extra.rows):
+        cells = []
+        for v in line:
+            style = STYLE.get(v.colour)
+            cells.append(f"[{style}]{v.text}[/]" if style and v.text else v.text)
+        table.add_row(*cells, end_section=i in extra.rules)
     console.print(table)
+    if extra.note:
+        console.print(extra.note, highlight=False)

@@ -5,6 +5,10 @@ or just `15.18`), a git repository and ref (`git:URL_OR_PATH@REF`), a tarball
 (`tarball:PATH_OR_URL`), or a local source directory (`dir:PATH`). Each resolves
 to a SourceTree: an unpacked tree ready to configure, plus an identity recorded
 with every result.
+
+The fetchers know no engine: the engine hands them a `Naming` (which Debian source
+packages hold it, how a tree declares its version, which files its build writes into
+a tree), and every fetch that reads a version or a package name takes it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -41,6 +44,38 @@ class SourceTree:
     details: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
+@dataclass(frozen=True)
+class BuildProducts:
+    """What configuring, building and testing an engine write into its source tree, which a `dir:` source's
+    identity leaves out (besides what every build writes: objects, libraries, executables, autoconf's files)."""
+
+    dirs: frozenset[str] = frozenset()  # directory names, anywhere in the tree (test output)
+    names: frozenset[str] = frozenset()  # file names, anywhere in the tree
+    paths: frozenset[str] = frozenset()  # files by their path from the tree's root (generated headers)
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How an engine names its source, as the fetchers need it; each engine supplies one.
+
+    `debian_package(version)` is the Debian source package that carries an upstream or Debian version of
+    the engine, and raises DbsweepError for text that is no version of it. Every such package's name
+    starts with `debian_prefix` (the archive's indexes are scanned for that literal), and
+    `debian_major(package)` is the major version a package carries, or None for a package that is not the
+    engine's own although it shares the prefix. `debian_majors` are the majors `debian.available` lists.
+    `tree_version(path)` is the upstream version an unpacked tree declares; it raises DbsweepError for a
+    tree that is not the engine's.
+    """
+
+    title: str  # the engine as messages name it
+    debian_prefix: str
+    debian_package: Callable[[str], str]
+    debian_major: Callable[[str], int | None]
+    debian_majors: range
+    tree_version: Callable[[Path], str]
+    build_products: BuildProducts = BuildProducts()
+
+
 # --- helpers shared by the source kinds -------------------------------------------------
 
 Log = Callable[[str], None]
@@ -50,24 +85,6 @@ _OUTPUT_TAIL = 10
 
 def quiet(_: str) -> None:
     """The default log: says nothing."""
-
-
-def tree_version(tree: Path) -> str:
-    """The upstream version a Postgres source tree declares, e.g. "15.18" or "19devel"."""
-    configure = tree / "configure"
-    if configure.is_file():
-        m = re.search(r"^PACKAGE_VERSION='([^']+)'", configure.read_text(errors="replace"), re.MULTILINE)
-        if m:
-            return m.group(1)
-    configure_ac = tree / "configure.ac"
-    if configure_ac.is_file():
-        m = re.search(r"AC_INIT\(\[PostgreSQL\],\s*\[([^\]]+)\]", configure_ac.read_text(errors="replace"))
-        if m:
-            return m.group(1)
-    raise DbsweepError(
-        f"{tree} does not look like a Postgres source tree: no PACKAGE_VERSION in configure "
-        "and no AC_INIT in configure.ac."
-    )
 
 
 def run(

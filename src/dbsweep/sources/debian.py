@@ -1,4 +1,7 @@
-"""`debian:VERSION`: the upstream tarball of a Debian source package `postgresql-<major>`.
+"""`debian:VERSION`: the upstream tarball of the engine's Debian source package for that version.
+
+The engine's `Naming` says which source packages hold it (one per major, say `<name>-<major>`)
+and which package carries a version; nothing here knows an engine.
 
 apt runs with a private configuration under `<root>/apt/` (source list, package lists,
 cache), so the system's sources and lists are never read or changed. apt checks the
@@ -27,6 +30,7 @@ from pathlib import Path
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import (
     Log,
+    Naming,
     SourceTree,
     load_meta,
     locked,
@@ -36,12 +40,10 @@ from dbsweep.sources import (
     sha256_file,
     staging,
     tail,
-    tree_version,
     write_meta,
 )
 from dbsweep.sources.tarball import unpack
 
-MAJORS = range(11, 20)
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 _ARCHIVES = (
     ("http://deb.debian.org/debian", ("bullseye", "bookworm", "trixie", "forky")),
@@ -50,50 +52,40 @@ _ARCHIVES = (
 _MAX_AGE = 24 * 3600  # seconds before the package lists are refreshed
 _RECHECK_AFTER = 300  # seconds before a version not found is worth another refresh
 _APT_HELPER = "/usr/lib/apt/apt-helper"
-_STANZA = re.compile(rb"Package: (postgresql-\d+)\n(?:.*\n)*?Version: (\S+)$", re.MULTILINE)
 _ORIG = re.compile(r"\.orig\.tar\.(gz|bz2|xz)$")
 
 
 @dataclass(frozen=True)
 class DebianSource:
-    package: str  # postgresql-15
+    package: str  # the source package, one per major of the engine
     debian_version: str  # 15.18-0+deb12u1
     upstream_version: str  # 15.18
     suite: str  # bookworm (several joined by ", " when more than one carries it)
-
-    @property
-    def major(self) -> int:
-        return int(self.package.removeprefix("postgresql-"))
+    major: int  # the engine's major version the package carries, as its Naming reads the package's name
 
 
 # --- public -----------------------------------------------------------------------------
 
 
-def available(root: Path, log: Log = quiet) -> list[DebianSource]:
-    """Every Postgres source package version the Debian archives carry, by major and then version."""
+def available(root: Path, log: Log = quiet, *, naming: Naming) -> list[DebianSource]:
+    """Every source package version of the engine the Debian archives carry, by major and then version."""
     _ensure_lists(root, log)
-    return [s for s in _query(root) if s.major in MAJORS]
+    return [s for s in _query(root, naming) if s.major in naming.debian_majors]
 
 
-def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet) -> SourceTree:
-    """The upstream tree of Debian's `postgresql-<major>` at `version` (upstream, or a full Debian version)."""
-    package = f"postgresql-{major_of(version)}"
+def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet, *, naming: Naming) -> SourceTree:
+    """The upstream tree of the engine's Debian source package at `version` (upstream, or a full Debian
+    version)."""
+    package = naming.debian_package(version)
     cached = _cached(root, package, version, spec)
     if cached is not None:
         return cached
-    source = _find(root, package, version, log)
+    source = _find(root, package, version, log, naming)
     with locked(root / "debian" / ".lock"):
         cached = _cached(root, package, source.debian_version, spec)
         if cached is not None:  # fetched by another run while we waited
             return cached
-        return _fetch(spec, source, root, log)
-
-
-def major_of(version: str) -> str:
-    m = re.fullmatch(r"(?:\d+:)?(\d+)[A-Za-z0-9.+~:-]*", version)
-    if not m:
-        raise DbsweepError(f"{version!r} is not a Postgres version (e.g. 15.18, or a Debian version 15.18-0+deb12u1).")
-    return m.group(1)
+        return _fetch(spec, source, root, log, naming)
 
 
 def verify_dsc(dsc: Path) -> dict[str, str]:
@@ -147,17 +139,17 @@ def upstream_of(debian_version: str) -> str:
 # --- answered from the cache alone (dbsweep validate: nothing fetched, nothing refreshed) ----------
 
 
-def cached_tree(spec: str, version: str, root: Path) -> SourceTree | None:
+def cached_tree(spec: str, version: str, root: Path, *, naming: Naming) -> SourceTree | None:
     """The tree of Debian's `version` when an earlier run fetched it; None otherwise. Never fetches."""
-    return _cached(root, f"postgresql-{major_of(version)}", version, spec)
+    return _cached(root, naming.debian_package(version), version, spec)
 
 
-def cached_listing(root: Path) -> list[DebianSource] | None:
-    """Every postgresql-NN source version in the private package lists as they are now, or None when no
+def cached_listing(root: Path, *, naming: Naming) -> list[DebianSource] | None:
+    """Every source version of the engine in the private package lists as they are now, or None when no
     list has been fetched yet. Reads the lists only: never runs `apt-get update`."""
     if not (root / "apt" / "sources.list").is_file() or not _index_files(root):
         return None
-    return _query(root)
+    return _query(root, naming)
 
 
 def listing_age(root: Path) -> float:
@@ -165,12 +157,12 @@ def listing_age(root: Path) -> float:
     return _lists_age(root)
 
 
-def not_listed(listing: list[DebianSource], version: str) -> str | None:
+def not_listed(listing: list[DebianSource], version: str, *, naming: Naming) -> str | None:
     """What resolving `version` against `listing` would say when it finds nothing; None when it finds it."""
-    package = f"postgresql-{major_of(version)}"
+    package = naming.debian_package(version)
     if _match(listing, package, version) is not None:
         return None
-    return _unknown_message(listing, package, version)
+    return _unknown_message(listing, package, version, naming)
 
 
 # --- finding a version --------------------------------------------------------------------
@@ -192,17 +184,17 @@ def _cached(root: Path, package: str, version: str, spec: str) -> SourceTree | N
     return None
 
 
-def _find(root: Path, package: str, version: str, log: Log) -> DebianSource:
+def _find(root: Path, package: str, version: str, log: Log, naming: Naming) -> DebianSource:
     _ensure_lists(root, log)
-    everything = _query(root)
+    everything = _query(root, naming)
     found = _match(everything, package, version)
     if found is None and _lists_age(root) > _RECHECK_AFTER:
         # The lists may predate the version: refresh once before giving up.
         _ensure_lists(root, log, force=True)
-        everything = _query(root)
+        everything = _query(root, naming)
         found = _match(everything, package, version)
     if found is None:
-        raise DbsweepError(_unknown_message(everything, package, version))
+        raise DbsweepError(_unknown_message(everything, package, version, naming))
     return found
 
 
@@ -219,14 +211,14 @@ def _same_upstream(a: str, b: str) -> bool:
     return a.replace("~", "") == b.replace("~", "")
 
 
-def _unknown_message(everything: list[DebianSource], package: str, version: str) -> str:
+def _unknown_message(everything: list[DebianSource], package: str, version: str, naming: Naming) -> str:
     same_major = [s for s in everything if s.package == package]
     pool = same_major or everything
     if "-" in version and same_major:
         have = [s.debian_version for s in pool]
     else:
         have = list(dict.fromkeys(s.upstream_version for s in pool))
-    return f"no Debian source for Postgres {version}; have: {', '.join(have) or 'none'}"
+    return f"no Debian source for {naming.title} {version}; have: {', '.join(have) or 'none'}"
 
 
 # --- apt ------------------------------------------------------------------------------------
@@ -287,19 +279,20 @@ def _ensure_lists(root: Path, log: Log, *, force: bool = False) -> None:
         (apt / "updated").touch()
 
 
-def _query(root: Path) -> list[DebianSource]:
-    """Every postgresql-NN source package in the private lists, read straight from the Sources indexes.
+def _query(root: Path, naming: Naming) -> list[DebianSource]:
+    """Every source package of the engine in the private lists, read straight from the Sources indexes.
 
     (One `apt-cache madison` per package scans all the indexes each time: seconds per major.)
     """
     suites: dict[tuple[str, str], list[str]] = {}
     for filename, suite in _index_files(root):
-        for package, version in _postgres_stanzas(_index_text(filename)):
+        for package, version in _stanzas(_index_text(filename), naming.debian_prefix):
             suites.setdefault((package, version), []).append(suite)
-    found = [
-        DebianSource(package=p, debian_version=v, upstream_version=upstream_of(v), suite=", ".join(dict.fromkeys(s)))
-        for (p, v), s in suites.items()
-    ]
+    found = []
+    for (p, v), s in suites.items():
+        major = naming.debian_major(p)
+        if major is not None:  # a package that only shares the prefix
+            found.append(DebianSource(p, v, upstream_of(v), ", ".join(dict.fromkeys(s)), major))
     return sorted(found, key=functools.cmp_to_key(_order))
 
 
@@ -328,10 +321,16 @@ def _index_text(filename: str) -> bytes:
     return r.stdout
 
 
-def _postgres_stanzas(index: bytes) -> Iterator[tuple[str, str]]:
-    """(package, version) of each postgresql-NN stanza of a Sources index."""
+@functools.cache
+def _stanza(prefix: str) -> re.Pattern[bytes]:
+    return re.compile(rb"Package: (" + re.escape(prefix.encode()) + rb"\S*)\n(?:.*\n)*?Version: (\S+)$", re.MULTILINE)
+
+
+def _stanzas(index: bytes, prefix: str) -> Iterator[tuple[str, str]]:
+    """(package, version) of each stanza of a Sources index whose package name starts with `prefix`."""
     # A plain substring search: a regex anchored with ^ would be tried at every offset of ~60 MB.
-    marker = b"\nPackage: postgresql-"
+    marker = b"\nPackage: " + prefix.encode()
+    stanza = _stanza(prefix)
     starts = [0] if index.startswith(marker[1:]) else []
     at = index.find(marker)
     while at >= 0:
@@ -339,7 +338,7 @@ def _postgres_stanzas(index: bytes) -> Iterator[tuple[str, str]]:
         at = index.find(marker, at + 1)
     for start in starts:
         end = index.find(b"\n\n", start)
-        m = _STANZA.match(index, start, end if end >= 0 else len(index))
+        m = stanza.match(index, start, end if end >= 0 else len(index))
         if m:
             yield m.group(1).decode(), m.group(2).decode()
 
@@ -351,7 +350,7 @@ def _order(a: DebianSource, b: DebianSource) -> int:
 # --- fetching ---------------------------------------------------------------------------------
 
 
-def _fetch(spec: str, source: DebianSource, root: Path, log: Log) -> SourceTree:
+def _fetch(spec: str, source: DebianSource, root: Path, log: Log, naming: Naming) -> SourceTree:
     log(f"fetching Debian source {source.package} {source.debian_version} ({source.suite})")
     with staging(root) as staged:
         entry = staged / "entry"
@@ -380,9 +379,9 @@ def _fetch(spec: str, source: DebianSource, root: Path, log: Log) -> SourceTree:
         log(f"unpacking {orig.name}")
         with orig.open("rb") as f:
             path = unpack(f, entry, orig.name)
-        version = tree_version(path)
+        version = naming.tree_version(path)
         if not _same_upstream(version, source.upstream_version):
-            raise DbsweepError(f"{orig.name} holds Postgres {version}, not {source.upstream_version}.")
+            raise DbsweepError(f"{orig.name} holds {naming.title} {version}, not {source.upstream_version}.")
         result = SourceTree(
             spec=spec,
             kind="debian",

@@ -21,6 +21,7 @@ from pathlib import Path
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import (
     Log,
+    Naming,
     SourceTree,
     load_meta,
     locked,
@@ -29,7 +30,6 @@ from dbsweep.sources import (
     run,
     staging,
     tail,
-    tree_version,
     write_meta,
 )
 from dbsweep.sources.tarball import unpack
@@ -44,7 +44,7 @@ def split_spec(location: str) -> tuple[str, str]:
     if not sep or not url or not ref or ":" in ref or ".." in ref or any(c.isspace() for c in ref):
         raise DbsweepError(
             f"git source {location!r} needs a ref after the last `@`, e.g. "
-            "git:https://git.postgresql.org/git/postgresql.git@REL_15_18."
+            "git:https://example.org/engine.git@v1.2 (a tag, a branch or a commit)."
         )
     return url, ref
 
@@ -66,7 +66,9 @@ def cached_git(spec: str, location: str, root: Path) -> SourceTree | None:
     return _with_ref(tree, ref) if tree is not None else None
 
 
-def resolve_git(spec: str, location: str, root: Path, log: Log = quiet, *, refresh: bool = False) -> SourceTree:
+def resolve_git(
+    spec: str, location: str, root: Path, log: Log = quiet, *, naming: Naming, refresh: bool = False
+) -> SourceTree:
     """The files of the commit `REF` names, checked out once into a clean tree of their own."""
     url, ref = split_spec(location)
     if not is_remote(url):
@@ -86,7 +88,7 @@ def resolve_git(spec: str, location: str, root: Path, log: Log = quiet, *, refre
     cached = load_meta(_entry(root, commit), spec)
     if cached is not None:
         return _with_ref(cached, ref)
-    return _with_ref(_checkout(spec, url, repo, commit, root, log), ref)
+    return _with_ref(_checkout(spec, url, repo, commit, root, log, naming), ref)
 
 
 def _repo_dir(root: Path, url: str) -> Path:
@@ -129,7 +131,7 @@ def _clone_or_fetch(url: str, repo: Path, root: Path, log: Log) -> None:
         (staged / "repo.git").rename(repo)
 
 
-def _checkout(spec: str, url: str, repo: Path, commit: str, root: Path, log: Log) -> SourceTree:
+def _checkout(spec: str, url: str, repo: Path, commit: str, root: Path, log: Log, naming: Naming) -> SourceTree:
     log(f"checking out {commit[:12]}")
     with staging(root) as staged:
         entry = staged / "entry"
@@ -140,7 +142,7 @@ def _checkout(spec: str, url: str, repo: Path, commit: str, root: Path, log: Log
             spec=spec,
             kind="git",
             path=path,
-            version=tree_version(path),
+            version=naming.tree_version(path),
             identity=f"git:{commit}",
             details={"url": url, "commit": commit, "describe": describe},
         )

@@ -2,9 +2,10 @@
 
 The hash covers each file's relative path and bytes. It leaves out what building or
 testing in the tree creates (objects, libraries, executables, configure's outputs,
-symlinks, test output), so that building in place does not change the identity. In a
-git checkout the files git ignores are left out as well: Postgres's .gitignore lists
-its build products.
+symlinks, and what the engine's `Naming.build_products` lists: its generated headers
+and test output), so that building in place does not change the identity. In a git
+checkout the files git ignores are left out as well: an engine's .gitignore usually
+lists its build products.
 """
 
 from __future__ import annotations
@@ -17,33 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dbsweep.errors import DbsweepError
-from dbsweep.sources import SourceTree, tree_version
+from dbsweep.sources import BuildProducts, Naming, SourceTree
 
-# Directories that hold no source: version control, dependency files, autoconf's cache, test output.
-SKIP_DIRS = frozenset(
-    {".git", ".deps", "autom4te.cache", "__pycache__", "tmp_check", "tmp_install", "results", "log", "output_iso"}
-)
-# Files configure and make write, by path from the tree's root.
-SKIP_PATHS = frozenset(
-    {
-        "config.status",
-        "config.log",
-        "GNUmakefile",
-        "src/Makefile.global",
-        "src/Makefile.port",
-        "src/include/pg_config.h",
-        "src/include/pg_config_ext.h",
-        "src/include/pg_config_os.h",
-        "src/include/stamp-h",
-        "src/include/stamp-ext-h",
-        "src/interfaces/ecpg/include/ecpg_config.h",
-        "src/interfaces/ecpg/include/stamp-h",
-        "src/port/pg_config_paths.h",
-        "src/backend/utils/probes.h",
-        "src/backend/snowball/snowball_create.sql",
-    }
-)
-SKIP_NAMES = frozenset({"objfiles.txt", "regression.diffs", "regression.out", "exports.list"})
+# Directories that hold no source: version control, dependency files, autoconf's cache, Python's.
+SKIP_DIRS = frozenset({".git", ".deps", "autom4te.cache", "__pycache__"})
+# Files configure writes, by path from the tree's root.
+SKIP_PATHS = frozenset({"config.status", "config.log"})
 SKIP_SUFFIXES = (
     ".o",
     ".so",
@@ -61,29 +41,32 @@ SKIP_SUFFIXES = (
     ".pc",  # pkg-config files for the libraries
     "-stamp",
 )
-# Compiled output whatever its name (executables such as src/backend/postgres): ELF, LLVM bitcode.
+# Compiled output whatever its name (executables without a suffix): ELF, LLVM bitcode.
 _BINARY_MAGIC = (b"\x7fELF", b"BC\xc0\xde")
 _CHUNK = 1 << 20
 
 
-def resolve_dir(spec: str, location: str) -> SourceTree:
+def resolve_dir(spec: str, location: str, *, naming: Naming) -> SourceTree:
     path = Path(location).expanduser().resolve()
     if not path.is_dir():
         raise DbsweepError(f"source directory {location} does not exist.")
-    files, digest = content_hash(path)
+    version = naming.tree_version(path)
+    files, digest = content_hash(path, naming.build_products)
     return SourceTree(
         spec=spec,
         kind="dir",
         path=path,
-        version=tree_version(path),
+        version=version,
         identity=f"dir:sha256:{digest}",
         details={"path": str(path), "files": str(files)},
     )
 
 
-def content_hash(tree: Path) -> tuple[int, str]:
-    """(number of files hashed, sha256 over their relative paths and contents)."""
-    names = sorted(rel for rel in _candidates(tree) if not _skipped(rel))
+def content_hash(tree: Path, products: BuildProducts | None = None) -> tuple[int, str]:
+    """(number of files hashed, sha256 over their relative paths and contents), leaving out `products`."""
+    products = products or BuildProducts()
+    skip_dirs = SKIP_DIRS | products.dirs
+    names = sorted(rel for rel in _candidates(tree, skip_dirs) if not _skipped(rel, skip_dirs, products))
     # hashlib releases the GIL on large buffers, and the reads overlap: threads help on thousands of files.
     with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) + 2)) as pool:
         digests = list(pool.map(lambda rel: _file_digest(tree / rel), names))
@@ -97,14 +80,14 @@ def content_hash(tree: Path) -> tuple[int, str]:
     return files, h.hexdigest()
 
 
-def _candidates(tree: Path) -> Iterator[str]:
+def _candidates(tree: Path, skip_dirs: frozenset[str]) -> Iterator[str]:
     """Relative paths of the regular files that may be source."""
     listed = _git_files(tree)
     if listed is not None:
         yield from (rel for rel in listed if (tree / rel).is_file() and not (tree / rel).is_symlink())
         return
     for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        dirnames[:] = [d for d in dirnames if d not in skip_dirs]
         base = Path(dirpath).relative_to(tree)
         for name in filenames:
             p = Path(dirpath, name)
@@ -130,14 +113,15 @@ def _git_files(tree: Path) -> list[str] | None:
     return sorted({os.fsdecode(p) for p in r.stdout.split(b"\0") if p})
 
 
-def _skipped(rel: str) -> bool:
+def _skipped(rel: str, skip_dirs: frozenset[str], products: BuildProducts) -> bool:
     parts = rel.split("/")
     name = parts[-1]
     return (
         rel in SKIP_PATHS
-        or name in SKIP_NAMES
+        or rel in products.paths
+        or name in products.names
         or name.endswith(SKIP_SUFFIXES)
-        or any(d in SKIP_DIRS for d in parts[:-1])
+        or any(d in skip_dirs for d in parts[:-1])
     )
 
 

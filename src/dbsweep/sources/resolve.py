@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dbsweep.errors import DbsweepError
-from dbsweep.sources import SourceTree, quiet
+from dbsweep.sources import Naming, SourceTree, quiet
 from dbsweep.sources.debian import resolve_debian
 from dbsweep.sources.git import resolve_git
 from dbsweep.sources.localdir import resolve_dir
@@ -31,10 +31,13 @@ _KINDS = ("debian", "git", "tarball", "dir")
 FORMS = "debian:VERSION (or a bare VERSION such as 15.18), git:URL_OR_PATH@REF, tarball:PATH_OR_URL or dir:PATH"
 
 
-def resolve(spec: str, root: Path, log: Callable[[str], None] | None = None, *, refresh: bool = False) -> SourceTree:
+def resolve(
+    spec: str, root: Path, log: Callable[[str], None] | None = None, *, naming: Naming, refresh: bool = False
+) -> SourceTree:
     """The source tree `spec` names, fetched into `root` (the workspace's sources/) unless already there.
 
-    `refresh` makes a git source fetch even when its ref is known locally (to follow a moved branch).
+    `naming` is the engine's: its Debian source packages and how a tree declares its version. `refresh` makes
+    a git source fetch even when its ref is known locally (to follow a moved branch).
     """
     say = log or quiet
     kind, _, rest = spec.partition(":")
@@ -44,12 +47,12 @@ def resolve(spec: str, root: Path, log: Callable[[str], None] | None = None, *, 
     if not rest:
         raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
     if kind == "dir":
-        return resolve_dir(spec, rest)
+        return resolve_dir(spec, rest, naming=naming)
     root.mkdir(parents=True, exist_ok=True)
     if kind == "debian":
-        return resolve_debian(spec, rest, root, say)
+        return resolve_debian(spec, rest, root, say, naming=naming)
     if kind == "git":
-        return resolve_git(spec, rest, root, say, refresh=refresh)
+        return resolve_git(spec, rest, root, say, naming=naming, refresh=refresh)
     if kind == "tarball":
-        return resolve_tarball(spec, rest, root, say)
+        return resolve_tarball(spec, rest, root, say, naming=naming)
     raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")

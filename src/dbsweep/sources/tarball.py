@@ -24,13 +24,13 @@ from typing import IO
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import (
     Log,
+    Naming,
     SourceTree,
     load_meta,
     publish,
     quiet,
     sha256_file,
     staging,
-    tree_version,
     write_meta,
 )
 
@@ -38,11 +38,11 @@ _CHUNK = 1 << 20
 _TIMEOUT = 60  # seconds without progress before a download gives up
 
 
-def resolve_tarball(spec: str, location: str, root: Path, log: Log = quiet) -> SourceTree:
+def resolve_tarball(spec: str, location: str, root: Path, log: Log = quiet, *, naming: Naming) -> SourceTree:
     """The unpacked tree of a local or downloadable tarball, fetched and unpacked once."""
     if is_url(location):
-        return _from_url(spec, location, root, log)
-    return _from_file(spec, Path(location).expanduser(), root, log)
+        return _from_url(spec, location, root, log, naming)
+    return _from_file(spec, Path(location).expanduser(), root, log, naming)
 
 
 def cached_tarball(spec: str, location: str, root: Path) -> SourceTree | None:
@@ -71,7 +71,7 @@ def is_url(location: str) -> bool:
 def unpack(stream: IO[bytes], staged: Path, what: str) -> Path:
     """Unpacks a tar stream (plain, gzip, bzip2 or xz) into `staged/tree` and returns that path.
 
-    When the archive holds a single top directory (`postgresql-15.18/`), that directory becomes the tree.
+    When the archive holds a single top directory (`name-1.2/`), that directory becomes the tree.
     """
     dest = staged / "unpack"
     dest.mkdir()
@@ -89,7 +89,7 @@ def unpack(stream: IO[bytes], staged: Path, what: str) -> Path:
     return tree
 
 
-def _from_file(spec: str, path: Path, root: Path, log: Log) -> SourceTree:
+def _from_file(spec: str, path: Path, root: Path, log: Log, naming: Naming) -> SourceTree:
     if not path.is_file():
         raise DbsweepError(f"tarball {path} does not exist.")
     cached = load_meta(_entry(root, sha256_file(path)), spec)
@@ -99,10 +99,10 @@ def _from_file(spec: str, path: Path, root: Path, log: Log) -> SourceTree:
         # Unpack a copy, so the bytes unpacked are the bytes hashed even if the file changes meanwhile.
         copy = staged / path.name
         shutil.copyfile(path, copy)
-        return _unpack_and_publish(spec, copy, sha256_file(copy), str(path), root, log)
+        return _unpack_and_publish(spec, copy, sha256_file(copy), str(path), root, log, naming)
 
 
-def _from_url(spec: str, url: str, root: Path, log: Log) -> SourceTree:
+def _from_url(spec: str, url: str, root: Path, log: Log, naming: Naming) -> SourceTree:
     index = _url_index(root, url)
     if index.is_file():
         cached = load_meta(_entry(root, index.read_text().strip()), spec)
@@ -113,7 +113,7 @@ def _from_url(spec: str, url: str, root: Path, log: Log) -> SourceTree:
         download = staged / name
         log(f"downloading {url}")
         digest = _download(url, download)
-        tree = _unpack_and_publish(spec, download, digest, url, root, log)
+        tree = _unpack_and_publish(spec, download, digest, url, root, log, naming)
         index.parent.mkdir(parents=True, exist_ok=True)
         (staged / "index").write_text(digest + "\n")
         (staged / "index").replace(index)
@@ -133,7 +133,9 @@ def _download(url: str, dest: Path) -> str:
     return h.hexdigest()
 
 
-def _unpack_and_publish(spec: str, archive: Path, digest: str, source: str, root: Path, log: Log) -> SourceTree:
+def _unpack_and_publish(
+    spec: str, archive: Path, digest: str, source: str, root: Path, log: Log, naming: Naming
+) -> SourceTree:
     entry = _entry(root, digest)
     cached = load_meta(entry, spec)
     if cached is not None:  # the same bytes came from elsewhere before
@@ -147,7 +149,7 @@ def _unpack_and_publish(spec: str, archive: Path, digest: str, source: str, root
         spec=spec,
         kind="tarball",
         path=path,
-        version=tree_version(path),
+        version=naming.tree_version(path),
         identity=f"sha256:{digest}",
         details={"source": source, "file": archive.name},
     )

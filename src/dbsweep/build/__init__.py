@@ -1,0 +1,3 @@
+"""Builds from source, for every engine: the cache (`cache`), the compiler's identity (`compiler`), the
+build variants (`variants`), and the `Recipe` an engine implements to be built (`recipe`); `autoconf` helps
+recipes built with configure. Nothing here knows an engine: each supplies its recipe from its package."""

@@ -1,0 +1,590 @@
+"""The build cache: an engine's source tree built at a variant, once, by the engine's `Recipe`.
+
+Each build lives in `<root>/<engine>-<version>-<variant>-<key12>/` with `install/`, `build.log` and
+`build.json` (all the provenance). The key is a sha256 over what makes the binary: the engine, the
+source's identity and version, the variant's recipe, the options the engine's recipe derives for that
+version, the compiler's version (and what `-march=native` means on this host), and for PGO the training
+workload. A build is made in `<root>/.tmp-<key>/` and renamed into place only when complete (build.json is
+written last), so a failed or killed build never looks cached; a failed build's log is kept in
+`<root>/failed/`. Builds in one root run one at a time (a lock file).
+
+The objects go to `<tmp>/build/`, removed after the install. The install prefix is the final directory
+(the install steps stage it with DESTDIR, and it is moved), so rpaths and the like are right where the
+build ends up.
+
+Non-PGO builds compile through ccache when it is installed (hits need the same root, as the object
+directory's path is part of ccache's hash with -g).
+
+PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`), the recipe's training
+run on it as `Recipe.training_user()`, the recipe's check of the profile, then the optimised build in the
+same object directory (gcc names profiles after the objects' absolute paths) with `Recipe.optimised`'s
+flags. PGO builds skip ccache: the instrumented objects hold a one-off profile path, and the optimised ones
+depend on the profile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import pwd
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from dbsweep import procs
+from dbsweep.build.compiler import Compiler, compiler_for
+from dbsweep.build.recipe import Failure, LogFn, Phase, ProgressFn, Recipe, Step, TrainingRun, major_version
+from dbsweep.build.variants import NAME_RE, Variant
+from dbsweep.engines.base import Install
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import SourceTree
+
+# Bump when the way a recipe turns into a binary changes, so old cache entries stop matching.
+KEY_SCHEMA = 1
+META_FILE = "build.json"
+LOG_FILE = "build.log"
+# Environment variables that would leak into a build and change the binary behind our back.
+_FLAG_VARS = ("CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS")
+_MAKE_VARS = ("DESTDIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS", "LANG", "LANGUAGE")
+_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class Build:
+    """A finished build in the cache, as recorded in its build.json."""
+
+    dir: Path
+    key: str
+    engine: str
+    version: str  # the source version, e.g. "15.18"
+    variant: str
+    compiler: str
+    compiler_version: str
+    ccache: bool
+    configure_command: tuple[str, ...]  # the exact argv of the configure that made the binary
+    cflags: str  # as the install's build system reports them
+    ldflags: str
+    configure: str  # the options the build system recorded
+    build_seconds: float
+    install_bytes: int
+    created: str  # ISO 8601, UTC
+    training: dict[str, Any] | None
+    metadata: dict[str, Any] = field(compare=False, hash=False, repr=False)
+    recipe: Recipe = field(compare=False, hash=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def install_dir(self) -> Path:
+        return self.dir / "install"
+
+    @property
+    def bindir(self) -> Path:
+        return self.install_dir / "bin"
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / LOG_FILE
+
+    @property
+    def configure_cmdline(self) -> str:
+        return shlex.join(self.configure_command)
+
+    def summary(self) -> dict[str, Any]:
+        """One row of `dbsweep builds`."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "variant": self.variant,
+            "compiler": self.compiler_version,
+            "cflags": self.cflags,
+            "ldflags": self.ldflags,
+            "pgo_training": self.training["name"] if self.training else None,
+            "ccache": self.ccache,
+            "install_bytes": self.install_bytes,
+            "build_seconds": self.build_seconds,
+            "created": self.created,
+            "dir": str(self.dir),
+        }
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the binary, as every result made with it records it."""
+        m = self.metadata
+        facts = self.recipe.facts(m)
+        return {
+            "source": m["source"]["spec"],
+            "source_identity": m["source"]["identity"],
+            "version": facts.version,
+            "bindir": str(self.bindir),
+            "cc": facts.cc,
+            "cflags": self.cflags,
+            "ldflags": self.ldflags,
+            "configure": self.configure,
+            "variant": self.variant,
+            "recipe": m["recipe"],
+            "build_key": self.key,
+            "build_dir": str(self.dir),
+            "build_log": str(self.log_path),
+            "compiler": self.compiler,
+            "compiler_version": self.compiler_version,
+            "configure_command": self.configure_cmdline,
+            "ccache": self.ccache,
+            "training": self.training,
+        }
+
+    @property
+    def install(self) -> Install:
+        """The engine's Install of this build."""
+        return self.recipe.install_of(self.bindir, self.metadata["source"]["spec"], self.provenance())
+
+    @classmethod
+    def load(cls, directory: Path, recipe: Recipe) -> Build | None:
+        """The build of `recipe`'s engine in `directory`, or None when it is not a complete one."""
+        try:
+            m = json.loads((directory / META_FILE).read_text())
+            if m["engine"] != recipe.engine:
+                return None
+            facts = recipe.facts(m)
+            b = cls(
+                dir=directory,
+                key=m["key"],
+                engine=m["engine"],
+                version=m["version"],
+                variant=m["variant"],
+                compiler=m["compiler"]["name"],
+                compiler_version=m["compiler"]["version"],
+                ccache=bool(m["ccache"]),
+                configure_command=tuple(m["configure_command"]),
+                cflags=facts.cflags,
+                ldflags=facts.ldflags,
+                configure=facts.configure,
+                build_seconds=float(m["build_seconds"]),
+                install_bytes=int(m["install_bytes"]),
+                created=m["created"],
+                training=m.get("training"),
+                metadata=m,
+                recipe=recipe,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return b if (b.install_dir / recipe.artefact).is_file() else None
+
+
+# ---- the cache -------------------------------------------------------------------------------
+
+
+def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Compiler) -> str:
+    material = {
+        "schema": KEY_SCHEMA,
+        "engine": recipe.engine,
+        "source": tree.identity,
+        "version": tree.version,
+        "recipe": variant.recipe(),
+        # The engine's effective options; named "configure" since the first engine, and kept so that
+        # entries made before engines were plug-ins keep their keys.
+        "configure": recipe.options(variant, tree.version),
+        "compiler": compiler.version,
+        "native_cpu": compiler.native_cpu,
+        "training": recipe.training() if variant.pgo else None,
+    }
+    blob = json.dumps(material, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def entry_name(recipe: Recipe, tree: SourceTree, variant: Variant, key: str) -> str:
+    return f"{recipe.engine}-{tree.version}-{variant.name}-{key[:12]}"
+
+
+def find(recipe: Recipe, tree: SourceTree, variant: Variant, root: Path) -> Build | None:
+    """The cached build of `tree` at `variant` in `root`, if there is one."""
+    return find_key(recipe, Path(root).absolute(), cache_key(recipe, tree, variant, compiler_for(variant)))
+
+
+def find_key(recipe: Recipe, root: Path, key: str) -> Build | None:
+    if not root.is_dir():
+        return None
+    for d in root.glob(f"{recipe.engine}-*-{key[:12]}"):
+        b = Build.load(d, recipe)
+        if b is not None and b.key == key:
+            return b
+    return None
+
+
+def list_builds(root: Path, recipe: Recipe) -> list[Build]:
+    """Every complete build of `recipe`'s engine in `root`, oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = (Build.load(d, recipe) for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    return sorted((b for b in found if b is not None), key=lambda b: (b.created, b.name))
+
+
+# ---- building --------------------------------------------------------------------------------
+
+
+def build(
+    recipe: Recipe,
+    tree: SourceTree,
+    variant: Variant,
+    root: Path,
+    *,
+    log: LogFn | None = None,
+    progress: ProgressFn | None = None,
+) -> Build:
+    """The build of `tree` at `variant`: from the cache in `root`, or made now by `recipe` (and cached)."""
+    root = Path(root).absolute()
+    if not NAME_RE.match(variant.name):
+        raise DbsweepError(f"variant name {variant.name!r} cannot name a build directory")
+    if variant.pgo and variant.compiler_family != "gcc":
+        raise DbsweepError(f"variant {variant.name!r}: profile-guided builds are supported with gcc only")
+    if variant.pgo and not recipe.supports_pgo:
+        raise DbsweepError(f"variant {variant.name!r}: {recipe.engine} has no profile-guided build")
+    recipe.check_tree(tree)
+    compiler = compiler_for(variant)
+    key = cache_key(recipe, tree, variant, compiler)
+    cached = find_key(recipe, root, key)
+    if cached is None:
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root, log):
+            cached = find_key(recipe, root, key)  # another dbsweep may have built it while we waited
+            if cached is None:
+                return _Builder(recipe, tree, variant, root, compiler, key, log, progress).run()
+    if log is not None:
+        log(f"{cached.name}: cached")
+    if progress is not None:
+        progress(1.0, "cached")
+    return cached
+
+
+@contextlib.contextmanager
+def _locked(root: Path, log: LogFn | None) -> Iterator[None]:
+    """One build at a time per root: builds use every core, and two of the same key would collide."""
+    with (root / ".lock").open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if log is not None:
+                log(f"waiting for another build in {root} to finish")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class _Span:
+    """Maps a phase's own 0..1 progress onto its share of the whole build."""
+
+    def __init__(self, progress: ProgressFn | None, start: float, end: float) -> None:
+        self.progress, self.start, self.end = progress, start, end
+
+    def __call__(self, fraction: float, message: str) -> None:
+        if self.progress is not None:
+            self.progress(self.start + (self.end - self.start) * min(max(fraction, 0.0), 1.0), message)
+
+    def part(self, start: float, end: float) -> _Span:
+        width = self.end - self.start
+        return _Span(self.progress, self.start + width * start, self.start + width * end)
+
+
+class _Builder:
+    def __init__(
+        self,
+        recipe: Recipe,
+        tree: SourceTree,
+        variant: Variant,
+        root: Path,
+        compiler: Compiler,
+        key: str,
+        log: LogFn | None,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.recipe, self.tree, self.variant, self.root, self.compiler = recipe, tree, variant, root, compiler
+        self.key, self.log_fn = key, log
+        self.span = _Span(progress, 0.0, 1.0)
+        self.name = entry_name(recipe, tree, variant, key)
+        self.final = root / self.name
+        self.tmp = root / f".tmp-{key}"
+        self.build_dir = self.tmp / "build"
+        self.stage = self.tmp / "stage"
+        self.log_path = self.tmp / LOG_FILE
+        self.failed_log = root / "failed" / f"{self.name}.log"
+        self.env = build_env(recipe)
+        self.jobs = len(os.sched_getaffinity(0))
+        # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
+        self.ccache = not variant.pgo and shutil.which("ccache") is not None
+        self.expected_objects = _expected_objects(root, recipe, tree.version)
+        self.objects = 0
+        self.logf: IO[bytes] | None = None
+        self.extra: dict[str, Any] = {}
+        self.current: Phase | None = None
+
+    def say(self, message: str) -> None:
+        if self.log_fn is not None:
+            self.log_fn(f"{self.name}: {message}")
+
+    def run(self) -> Build:
+        shutil.rmtree(self.tmp, ignore_errors=True)  # left behind by a killed run
+        self.tmp.mkdir()
+        started = time.monotonic()
+        try:
+            with self.log_path.open("wb") as self.logf:
+                self._note(f"dbsweep build {self.name}\nkey {self.key}\nsource {self.tree.spec} at {self.tree.path}")
+                configure = self._pgo() if self.variant.pgo else self._plain()
+            self.logf = None
+            return self._finish(configure, time.monotonic() - started)
+        except BaseException:
+            self._discard()
+            raise
+
+    def _phase(self, prefix: Path, destdir: Path | None, cflags: tuple[str, ...], *, ccache: bool) -> Phase:
+        return Phase(
+            tree=self.tree,
+            variant=self.variant,
+            compiler=self.compiler.name,
+            build_dir=self.build_dir,
+            prefix=prefix,
+            destdir=destdir,
+            cflags=cflags,
+            ldflags=self.variant.ldflags,
+            jobs=self.jobs,
+            ccache=ccache,
+        )
+
+    def _plain(self) -> list[str]:
+        phase = self._phase(self.final / "install", self.stage, self.variant.cflags, ccache=self.ccache)
+        cmd = self._compile(phase, self.span)
+        self._install(phase, self.span.part(0.92, 1.0))
+        return cmd
+
+    def _pgo(self) -> list[str]:
+        recipe = self.recipe
+        user = recipe.training_user()
+        base = self.variant.cflags or recipe.default_cflags  # dbsweep's flags replace the build's default
+        with tempfile.TemporaryDirectory(prefix="dbsweep-pgo-") as t:
+            scratch = Path(t)
+            scratch.chmod(0o755)  # the training user runs the instrumented install from here
+            profile = scratch / "profile"
+            profile.mkdir()
+            gen = recipe.instrumented(self._phase(scratch / "install", None, base, ccache=False), profile)
+            self.say("PGO phase 1: instrumented build")
+            phase1 = self._compile(gen, self.span.part(0.0, 0.42))
+            self._install(gen, self.span.part(0.40, 0.42))
+            _chown_tree(profile, user)  # an install step run as root may have left profiles the training updates
+            started = time.monotonic()
+            span = self.span.part(0.42, 0.55)
+            run = TrainingRun(self.tree, scratch / "install", scratch, user, span, self.say, self._append_file)
+            recipe.train(run)
+            span(1.0, "training done")
+            self.extra["pgo"] = {
+                "instrumented_configure": phase1,
+                "instrumented_make_vars": list(gen.tool_args),
+                "training_seconds": round(time.monotonic() - started, 1),
+                "server_user": user,
+                **recipe.check_profile(profile, user, self._note),
+            }
+            use = recipe.optimised(self._phase(self.final / "install", self.stage, base, ccache=False), profile)
+            self.say("PGO phase 2: optimised build")
+            span = self.span.part(0.55, 1.0)
+            cmd = self._compile(use, span)
+            self._install(use, span.part(0.92, 1.0))
+        return cmd
+
+    # ---- phases
+
+    def _compile(self, phase: Phase, span: _Span) -> list[str]:
+        """The configure and compile steps in a fresh object directory; returns the configure argv."""
+        self.current = phase
+        shutil.rmtree(self.build_dir, ignore_errors=True)
+        self.build_dir.mkdir(parents=True)
+        configure = self.recipe.configure(phase)
+        compile_steps = self.recipe.compile(phase)
+        self.say("configure")
+        span(0.0, "configure")
+        for step in configure:
+            self._run(step)
+        self.objects = 0
+        compile_span = span.part(0.04, 0.92)
+
+        def on_line(line: bytes) -> None:
+            if self.recipe.object_line.search(line):
+                self.objects += 1
+                compile_span(self.objects / self.expected_objects, f"compile ({self.objects} objects)")
+
+        for step in compile_steps:
+            self.say(step.what + (" (ccache)" if phase.ccache else ""))
+            compile_span(0.0, "compile")
+            self._run(step, on_line if step.compiles else None)
+        return list((configure or compile_steps)[0].argv)
+
+    def _install(self, phase: Phase, span: _Span) -> None:
+        self.current = phase
+        steps = self.recipe.install(phase)
+        self.say("install")
+        span(0.0, "install")
+        for i, step in enumerate(steps, 1):
+            self._run(step)
+            span(i / len(steps), step.what)
+
+    # ---- running commands and the log
+
+    def _run(self, step: Step, on_line: Callable[[bytes], None] | None = None) -> None:
+        assert self.logf is not None
+        env_words = [f"{k}={v}" for k, v in step.env.items()]
+        self._note(f"$ {shlex.join([*env_words, *step.argv])}")
+        proc = procs.spawn(
+            list(step.argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**self.env, **step.env},
+            cwd=self.build_dir,
+        )
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                self.logf.write(line)
+                if on_line is not None:
+                    on_line(line)
+            proc.wait()
+        except BaseException:
+            # make's compilers share its process group: stop them all, not just make.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            raise
+        finally:
+            procs.terminate(proc)
+        if proc.returncode != 0:
+            raise self._failure(step, proc.returncode)
+
+    def _note(self, text: str) -> None:
+        assert self.logf is not None
+        self.logf.write(f"\n#### {text}\n".encode())
+        self.logf.flush()
+
+    def _append_file(self, title: str, path: Path) -> None:
+        if self.logf is None or not path.is_file():
+            return
+        self._note(f"{title} ({path})")
+        self.logf.write(path.read_bytes())
+        self.logf.flush()
+
+    def _failure(self, step: Step, code: int) -> DbsweepError:
+        assert self.logf is not None and self.current is not None
+        self.logf.flush()
+        tail = self.log_path.read_bytes().decode(errors="replace").rstrip().splitlines()[-_TAIL_LINES:]
+        head = f"building {self.name} failed: {step.what} exited with code {code}."
+        head += self.recipe.explain(Failure(step, "\n".join(tail), self.current, self._append_file))
+        body = "\n".join("    " + ln for ln in tail)
+        return DbsweepError(f"{head}\nThe last lines of the build log {self.failed_log}:\n{body}")
+
+    # ---- the end
+
+    def _finish(self, configure: list[str], seconds: float) -> Build:
+        """Moves the install into place, records everything, and makes the entry visible."""
+        staged = self.stage / str(self.final / "install").lstrip("/")
+        install = self.tmp / "install"
+        staged.rename(install)
+        shutil.rmtree(self.stage)
+        shutil.rmtree(self.build_dir)
+        if not (install / self.recipe.artefact).is_file():
+            raise DbsweepError(f"building {self.name} installed no {self.recipe.artefact}; see {self.failed_log}")
+        meta = {
+            "schema": KEY_SCHEMA,
+            "key": self.key,
+            "name": self.name,
+            "engine": self.recipe.engine,
+            "version": self.tree.version,
+            "variant": self.variant.name,
+            "recipe": self.variant.recipe(),
+            "source": {
+                "spec": self.tree.spec,
+                "kind": self.tree.kind,
+                "identity": self.tree.identity,
+                "path": str(self.tree.path),
+            },
+            "compiler": {"name": self.compiler.name, "version": self.compiler.version},
+            "native_cpu": self.compiler.native_cpu,
+            "ccache": self.ccache,
+            "configure_command": configure,
+            "configure_cmdline": shlex.join(configure),
+            **self.recipe.probe(install),
+            "make_jobs": self.jobs,
+            "objects": self.objects,
+            "build_seconds": round(seconds, 1),
+            "install_bytes": _tree_bytes(install),
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "training": self.recipe.training() if self.variant.pgo else None,
+            **self.extra,
+        }
+        meta_path = self.tmp / META_FILE
+        with meta_path.open("w") as f:  # last: a directory with a build.json is a complete build
+            json.dump(meta, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        if self.final.exists():  # a leftover without build.json (find_key would have returned a complete one)
+            shutil.rmtree(self.final)
+        self.tmp.rename(self.final)
+        self.say(f"built in {seconds:.0f} s")
+        self.span(1.0, "built")
+        b = Build.load(self.final, self.recipe)
+        assert b is not None, self.final
+        return b
+
+    def _discard(self) -> None:
+        """Keeps only the log (in `<root>/failed/`); nothing of a failed build may look cached."""
+        with contextlib.suppress(OSError):
+            if self.log_path.is_file():
+                self.failed_log.parent.mkdir(exist_ok=True)
+                self.log_path.replace(self.failed_log)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def build_env(recipe: Recipe) -> dict[str, str]:
+    """The environment builds run in: without what would change the binary behind the recipe's back."""
+    leaky = {*_FLAG_VARS, *_MAKE_VARS, *recipe.leaky_env}
+    env = {k: v for k, v in os.environ.items() if k not in leaky and not k.startswith("LC_")}
+    env["LC_ALL"] = "C"  # stable, parseable messages from configure, make and the compiler
+    return env
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.lstat(os.path.join(dirpath, name)).st_size  # noqa: PTH118 - hot loop over many files
+    return total
+
+
+def _expected_objects(root: Path, recipe: Recipe, version: str) -> int:
+    """Objects the newest build of the same major version compiled, for the progress fraction."""
+    major = major_version(version)
+    counts = [b.metadata.get("objects") for b in list_builds(root, recipe) if major_version(b.version) == major]
+    known = [n for n in counts if isinstance(n, int) and n > 0]
+    return known[-1] if known else recipe.objects_estimate
+
+
+def _chown_tree(path: Path, user: str | None) -> None:
+    if user is None:
+        return
+    pw = pwd.getpwnam(user)
+    for dirpath, _dirs, files in os.walk(path):
+        os.chown(dirpath, pw.pw_uid, pw.pw_gid)
+        for name in files:
+            os.chown(os.path.join(dirpath, name), pw.pw_uid, pw.pw_gid)  # noqa: PTH118

@@ -1,0 +1,48 @@
+"""The compiler a variant names, as the build cache keys it: its version line, and what `-march=native`
+means on this host (a build for one CPU must not be reused on another)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from dbsweep.build.variants import Variant
+from dbsweep.errors import DbsweepError
+
+
+@dataclass(frozen=True)
+class Compiler:
+    name: str  # as the variant names it: gcc, clang, gcc-13
+    version: str  # the first line of `<name> --version`
+    native_cpu: str | None  # what -march=native means here, when the variant uses it
+
+
+def compiler_for(variant: Variant) -> Compiler:
+    """The variant's compiler on this host, with its version; a clear error when it is missing."""
+    if shutil.which(variant.compiler) is None:
+        raise DbsweepError(f"variant {variant.name!r}: the compiler {variant.compiler!r} is not installed")
+    out = output([variant.compiler, "--version"])
+    version = out.splitlines()[0].strip() if out.strip() else variant.compiler
+    uses_native = any("=native" in f for f in (*variant.cflags, *variant.ldflags))
+    return Compiler(variant.compiler, version, native_cpu(variant) if uses_native else None)
+
+
+def native_cpu(variant: Variant) -> str:
+    """What -march=native resolves to with the variant's compiler."""
+    if variant.compiler_family == "gcc":
+        out = output([variant.compiler, "-march=native", "-Q", "--help=target"])
+        m = re.search(r"^\s*-march=\s+(\S+)", out, re.MULTILINE)
+    else:
+        out = output([variant.compiler, "-march=native", "-###", "-x", "c", "-c", os.devnull])
+        m = re.search(r'"-target-cpu" "([^"]+)"', out)
+    return m.group(1) if m else "unknown"
+
+
+def output(cmd: list[str]) -> str:
+    """What a tool prints (stdout, then stderr) in the C locale; for probes of compilers and installs."""
+    env = {**os.environ, "LC_ALL": "C"}
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, check=False)
+    return r.stdout + r.stderr

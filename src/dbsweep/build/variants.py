@@ -1,0 +1,205 @@
+"""Build variants: named compiler recipes (`def`, `o2_nofp`, `o3_native_lto`, `pgo`, ...).
+
+A Variant says everything about how an engine is compiled that changes the binary
+and is the same for every engine: compiler, CFLAGS, LDFLAGS, extra options for the
+engine's configure step and variables for it, and whether the build is profile-guided.
+The build cache is keyed on `recipe()`, together with the options the engine's Recipe
+derives for a source version (`Recipe.options`: what every build of that engine gets,
+then the variant's `configure`).
+
+The built-ins follow the build scripts of the method (methodology 5.1). `def` passes no
+CFLAGS, so the engine's build picks its own optimisation level.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbsweep.errors import DbsweepError, StudyError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}$")
+COMPILER_RE = re.compile(r"^(gcc|clang)(-[0-9]+)?$")
+VAR_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# Set by dbsweep itself (the install directory, the compiler, its flags, the profile); a variant supplying
+# them would silently fight the build.
+RESERVED_OPTIONS = ("--prefix", "--exec-prefix", "--bindir", "--libdir", "--srcdir", "--cache-file")
+RESERVED_VARS = ("CC", "CFLAGS", "LDFLAGS", "PROFILE", "COPT", "DESTDIR")
+TABLE_KEYS = ("name", "compiler", "cflags", "ldflags", "configure", "configure_vars", "pgo")
+
+_Complain = Callable[[str, str], None]  # (field, problem)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named build recipe. Empty cflags means "let the engine's build choose" (often `-O2`)."""
+
+    name: str
+    compiler: str = "gcc"
+    cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    configure: tuple[str, ...] = ()
+    # Extra configure variables, e.g. (("AR", "llvm-ar"),) for clang LTO; recorded by configure.
+    configure_vars: tuple[tuple[str, str], ...] = ()
+    pgo: bool = False
+    description: str = ""
+
+    @property
+    def compiler_family(self) -> str:
+        """`gcc` or `clang` (a versioned name such as `gcc-13` counts as gcc)."""
+        return self.compiler.split("-", 1)[0]
+
+    @property
+    def cflags_str(self) -> str:
+        return " ".join(self.cflags)
+
+    @property
+    def ldflags_str(self) -> str:
+        return " ".join(self.ldflags)
+
+    def recipe(self) -> dict[str, Any]:
+        """Everything about the variant that changes the binary, canonical (the name does not)."""
+        return {
+            "compiler": self.compiler,
+            "cflags": list(self.cflags),
+            "ldflags": list(self.ldflags),
+            "configure": list(self.configure),
+            "configure_vars": dict(sorted(self.configure_vars)),
+            "pgo": self.pgo,
+        }
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    return tuple(shlex.split(text))
+
+
+_O3_NATIVE = "-O3 -march=native -mtune=native"
+
+BUILTINS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("def", description="the engine's own flags"),
+        Variant("o2_nofp", cflags=_flags("-O2 -fno-omit-frame-pointer"), description="-O2 with frame pointers"),
+        Variant("o3", cflags=_flags("-O3")),
+        Variant("o3_native", cflags=_flags(_O3_NATIVE)),
+        Variant(
+            "o3_native_lto",
+            cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
+            ldflags=_flags("-flto=auto"),
+            description="-O3 for this CPU with link-time optimisation",
+        ),
+        Variant("os", cflags=_flags("-Os"), description="optimised for size"),
+        Variant("pgo", cflags=_flags("-O2"), pgo=True, description="-O2, profile-guided (gcc)"),
+        # PGO on top of -O2 + LTO, not of o3_native_lto: `pgo` vs `pgo_lto` then isolates LTO (as in the
+        # method's pgouse/pgouse_lto pair), the binary stays portable, and -fprofile-use already
+        # turns on most -O3 loop optimisations for the code the training makes hot.
+        Variant(
+            "pgo_lto",
+            cflags=_flags("-O2 -flto=auto"),
+            ldflags=_flags("-flto=auto"),
+            pgo=True,
+            description="-O2 + LTO, profile-guided (gcc)",
+        ),
+    )
+}
+
+
+def builtin(name: str) -> Variant:
+    try:
+        return BUILTINS[name]
+    except KeyError:
+        raise DbsweepError(f"unknown build variant {name!r}; built-in: {', '.join(BUILTINS)}") from None
+
+
+def resolve(name: str, custom: Mapping[str, Variant] | None = None) -> Variant:
+    """A study's own variant by that name, else the built-in one."""
+    if custom and name in custom:
+        return custom[name]
+    if name in BUILTINS:
+        return BUILTINS[name]
+    known = [*BUILTINS, *(custom or {})]
+    raise DbsweepError(f"unknown build variant {name!r}; have: {', '.join(known)}")
+
+
+def from_table(table: Mapping[str, Any], where: str = "variant") -> Variant:
+    """A Variant from a study's `{name, compiler, cflags, ldflags, configure, configure_vars, pgo}` table.
+
+    Raises StudyError with one message per problem, each naming the field (`variant "x": cflags: ...`).
+    """
+    name = table.get("name")
+    label = f'{where} "{name}"' if isinstance(name, str) and NAME_RE.match(name) else where
+    problems: list[str] = []
+
+    def bad(fieldname: str, why: str) -> None:
+        problems.append(f"{label}: {fieldname}: {why}")
+
+    for key in table:
+        if key not in TABLE_KEYS:
+            bad(str(key), f"unknown field; allowed: {', '.join(TABLE_KEYS)}")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        bad("name", f"{name!r} is not a name: use up to 40 letters, digits, '_', '.', '+', '-'")
+    compiler = table.get("compiler", "gcc")
+    if not isinstance(compiler, str) or not COMPILER_RE.match(compiler):
+        bad("compiler", f"{compiler!r} is not supported: use 'gcc' or 'clang' (or a versioned 'gcc-13')")
+    cflags = _flag_list(table.get("cflags", ""), "cflags", bad)
+    ldflags = _flag_list(table.get("ldflags", ""), "ldflags", bad)
+    configure = _configure_list(table.get("configure", []), bad)
+    configure_vars = _configure_vars(table.get("configure_vars", {}), bad)
+    pgo = table.get("pgo", False)
+    if not isinstance(pgo, bool):
+        bad("pgo", f"must be true or false, not {pgo!r}")
+    elif pgo and isinstance(compiler, str) and compiler.startswith("clang"):
+        bad("pgo", "profile-guided builds are supported with gcc only")
+    if problems:
+        raise StudyError(problems)
+    assert isinstance(name, str) and isinstance(compiler, str) and isinstance(pgo, bool)
+    return Variant(name, compiler, cflags, ldflags, configure, configure_vars, pgo)
+
+
+def _flag_list(value: Any, fieldname: str, bad: _Complain) -> tuple[str, ...]:
+    """Flags as one string ("-O2 -g") or a list of strings."""
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as e:
+            bad(fieldname, f"cannot split {value!r} into flags: {e}")
+            return ()
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    bad(fieldname, f"must be a string of flags or a list of strings, not {value!r}")
+    return ()
+
+
+def _configure_list(value: Any, bad: _Complain) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        bad("configure", f"must be a list of options such as ['--with-llvm'], not {value!r}")
+        return ()
+    out: list[str] = []
+    for i, opt in enumerate(value):
+        if not isinstance(opt, str) or not opt.startswith("--"):
+            bad(f"configure[{i}]", f"{opt!r} is not a configure option (they start with '--')")
+        elif opt.split("=", 1)[0] in RESERVED_OPTIONS:
+            bad(f"configure[{i}]", f"{opt!r} is set by dbsweep (each build gets its own install directory)")
+        else:
+            out.append(opt)
+    return tuple(out)
+
+
+def _configure_vars(value: Any, bad: _Complain) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        bad("configure_vars", f"must be a table such as {{AR = 'llvm-ar'}}, not {value!r}")
+        return ()
+    out: list[tuple[str, str]] = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not VAR_RE.match(k):
+            bad(f"configure_vars.{k}", "variable names are upper case, e.g. AR or RANLIB")
+        elif k in RESERVED_VARS:
+            bad(f"configure_vars.{k}", "set it with the compiler, cflags or ldflags fields instead")
+        elif not isinstance(v, str):
+            bad(f"configure_vars.{k}", f"must be a string, not {v!r}")
+        else:
+            out.append((k, v))
+    return tuple(sorted(out))

@@ -1,0 +1,261 @@
+"""What an engine is: the boundary every database engine implements, so that the plan, the runner, the
+samplers, preflight and the reports never need an engine's name, and no module outside `engines/`
+imports a database driver.
+
+Four kinds of engine fit it: a server built with configure and make (Postgres), a server built with CMake
+and configured by `my.cnf` sections (MariaDB), an embedded library the load client opens (SQLite: no
+server process, so the samplers charge the CPU to the client), and an engine whose benchmark tool is the
+client itself (RocksDB's db_bench).
+
+An `Engine` says where its code comes from (Debian's package names, how to read a tree's version, its
+installed packages), how a build is made (`recipe`), how a config diff is read, checked against the
+binary and fitted to a version, and makes `Instance`s: one data directory each, initialised, started,
+probed and stopped, with the statistics, sizes and log lines a step needs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from dbsweep.errors import DbsweepError
+
+if TYPE_CHECKING:
+    from dbsweep.build.recipe import Recipe
+    from dbsweep.configs import ConfigDiff, Setting
+    from dbsweep.sources import Naming
+
+Kind = Literal["server", "embedded", "tool"]
+
+
+class EngineError(DbsweepError):
+    """The engine refused or failed something a step needed (a statement, a connection): the message is the
+    engine's own, in one line."""
+
+
+@dataclass(frozen=True)
+class Install:
+    """An engine's installation: where its programs are, its version, and what produced it."""
+
+    bindir: Path
+    version: str  # as the binary prints it, e.g. "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
+    source: str  # the target's `source`
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    short_version: str = ""  # e.g. "15.18"; the engine fills it in
+
+    def bin(self, name: str) -> Path:
+        return self.bindir / name
+
+
+@dataclass(frozen=True)
+class Access:
+    """How the load client reaches an instance: its command-line arguments and environment (a password
+    travels in the environment, never on a command line)."""
+
+    args: list[str]
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """Who the server was, and how far its log went, when a step began."""
+
+    pid: int
+    started: float  # the process's start time (seconds since the epoch, as the kernel gives it)
+    log_offset: int
+
+
+class Instance(ABC):
+    """One data directory of an engine and, while it runs, its server."""
+
+    home: Path  # holds the data directory, the password and the logs
+    config_name: str
+    config_text: str
+    user: str | None
+    # A command the server runs under (e.g. valgrind); None runs it directly.
+    wrapper: list[str] | None
+
+    @property
+    @abstractmethod
+    def datadir(self) -> Path: ...
+
+    @property
+    @abstractmethod
+    def log(self) -> Path: ...
+
+    @abstractmethod
+    def initialized(self) -> bool:
+        """Whether the data directory was made and configured by `init`."""
+
+    @abstractmethod
+    def init(self) -> None:
+        """A fresh data directory with the config diff applied and generated credentials."""
+
+    @abstractmethod
+    def start(self, timeout: float | None = None) -> None:
+        """Starts the server on loopback and a private socket; returns when it answers. Raises ServerError
+        with the lines of its log that say why it did not."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stops the server; idempotent, never leaves a process behind."""
+
+    def remove(self) -> None:
+        """Stops the server and removes the home directory."""
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    @property
+    @abstractmethod
+    def pid(self) -> int | None:
+        """The server's main process while it runs; None for an embedded engine (the client does the work)."""
+
+    @abstractmethod
+    def watermark(self) -> Watermark:
+        """The server's identity and the end of its log now, to hold a step against."""
+
+    @abstractmethod
+    def disturbance_since(self, mark: Watermark) -> str | None:
+        """Why the server that served a step is not the whole server that began it, in one sentence with its
+        evidence (it died, it is another process, it crash-restarted); None when it is the same."""
+
+    @abstractmethod
+    def access(self, via_socket: bool = False) -> Access:
+        """How the load client reaches this instance."""
+
+    @abstractmethod
+    def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, float]:
+        """The method's maintenance after writes (e.g. VACUUM and a checkpoint), then a wait to `budget`
+        seconds; returns how long each part took. Raises EngineError."""
+
+    @abstractmethod
+    def statistics(self) -> dict[str, Any]:
+        """The server's own statistics after a step (views or status counters), for the store."""
+
+    @abstractmethod
+    def data_bytes(self) -> int | None:
+        """The database's size as the engine reports it (None when it cannot say)."""
+
+    @abstractmethod
+    def settings(self) -> list[dict[str, Any]]:
+        """The settings that differ from the built-in defaults, as the running server reports them."""
+
+    @abstractmethod
+    def server_version(self) -> str:
+        """The version the running server reports."""
+
+    @abstractmethod
+    def log_excerpt(self, start: int = 0) -> str:
+        """The lines of the server's log from byte `start` that explain a failure (indented, one per line)."""
+
+    # ---- a settled, quiet state for counting instructions (measure.instructions) --------------------------
+
+    quiet_config: ClassVar[str] = ""  # appended to the config while instructions are counted
+
+    def settle(self) -> None:  # noqa: B027 - optional: an engine without background work needs nothing here
+        """Brings the tables to a state every target reaches alike (nothing left for background work)."""
+
+    def prewarm(self, tables: list[str]) -> None:  # noqa: B027 - optional, as settle
+        """Reads the tables and their indexes into the engine's cache."""
+
+    def workers(self) -> set[int]:
+        """The processes that serve clients now (for the instruction count of the one that served a run)."""
+        return set()
+
+
+class Engine(ABC):
+    """One database engine."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # as messages name it: "Postgres"
+    kind: ClassVar[Kind]
+    # What a study may write as a target's `source`, for error messages.
+    source_forms: ClassVar[str]
+
+    # ---- sources, builds and installs ------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def naming(self) -> Naming:
+        """How the engine's source is named, as the fetchers need it: its Debian source packages, the version
+        an unpacked tree declares, what a build writes into a tree."""
+
+    def tree_version(self, tree: Path) -> str:
+        """The upstream version an unpacked source tree declares; raises DbsweepError for a tree that is not
+        this engine's."""
+        return self.naming.tree_version(tree)
+
+    @abstractmethod
+    def recipe(self) -> Recipe:
+        """How the engine is built from source (`build.recipe.Recipe`)."""
+
+    @abstractmethod
+    def system_versions(self) -> list[str]:
+        """The versions installed from Debian's packages (`source = "system"` or `"system:N"`)."""
+
+    @abstractmethod
+    def system_install(self, spec: str) -> Install:
+        """The install a `system` source names; raises DbsweepError when it is not installed."""
+
+    # ---- configs --------------------------------------------------------------------------------------
+
+    config_suffix: ClassVar[str] = ".conf"
+
+    @abstractmethod
+    def parse_config(self, lines: list[tuple[str, str]]) -> tuple[Setting, ...]:
+        """The settings of a config diff's lines (each with its origin `file:line`); raises DbsweepError
+        naming the line it cannot read."""
+
+    @abstractmethod
+    def include_target(self, line: str) -> str | None:
+        """The file a line includes (the engine's own include syntax), or None."""
+
+    @abstractmethod
+    def known_settings(self, install: Install) -> set[str]:
+        """The names of every setting the binary knows, lower case."""
+
+    @abstractmethod
+    def fit_config(self, diff: ConfigDiff, install: Install, optional: set[str]) -> tuple[str, list[str]]:
+        """The diff's text for this install: a setting it lacks is an error unless `optional`, then it is left
+        out and listed in the second value."""
+
+    @abstractmethod
+    def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
+        """How many connections a server with this config takes (and where that comes from); None when the
+        engine has no such limit."""
+
+    # ---- instances ------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def server_user(self) -> str | None:
+        """The unprivileged user servers run as when dbsweep is root (None: as ourselves)."""
+
+    @abstractmethod
+    def instance(
+        self,
+        install: Install,
+        home: Path,
+        config_name: str,
+        config_text: str,
+        user: str | None,
+        wrapper: list[str] | None = None,
+    ) -> Instance:
+        """A (not yet initialised or started) instance in `home`."""
+
+    @abstractmethod
+    def stop_stale(self, datadir: Path) -> None:
+        """Stops a server left on `datadir` only if it is provably that server; else sets its PID file aside."""
+
+    def storage_bytes(self, diff: ConfigDiff | None, table_bytes: int) -> int:
+        """Roughly how large a data directory grows with `table_bytes` of tables and indexes (for preflight's
+        warnings): the engine's own files, logs and journals on top."""
+        return table_bytes
+
+    def compile_flags(self, install: Install) -> str:
+        """What the install was compiled with (flags and configure line), for checks such as valgrind's."""
+        return " ".join(str(install.provenance.get(k, "")) for k in ("cflags", "configure"))

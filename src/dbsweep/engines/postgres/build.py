@@ -1,0 +1,214 @@
+"""Postgres's build recipe: configure and make, for `dbsweep.build.cache`.
+
+configure always gets `--enable-debug` (keeps `-g`, which does not change code generation, so profiles
+can be taken) and, from Postgres 14, `--with-lz4`; Postgres 18+ also gets `--with-liburing` (the method's
+build scripts, methodology 5.1). A variant without CFLAGS lets configure pick Postgres's own `-O2`.
+
+The object tree is a VPATH build (the build directory runs `<tree>/configure`), so one unpacked source
+tree serves every variant. Compiling through ccache is `make CC="ccache gcc"`. Besides the server, the
+contrib modules later benchmarks need are installed (the statements' statistics, table bloat).
+
+PGO: the instrumented build gets `PROFILE=-fprofile-generate=<dir>` on the make command line (not in
+CFLAGS, so configure's test programs leave no profiles behind); the training run starts the instrumented
+server as the server user and runs a short sysbench workload with the load client; the profile must hold
+the backend's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dbsweep import loadclient
+from dbsweep.build.autoconf import diagnose_configure
+from dbsweep.build.compiler import output
+from dbsweep.build.recipe import Facts, Failure, LogFn, Phase, Recipe, Step, TrainingRun, major_version
+from dbsweep.build.variants import Variant
+from dbsweep.engines import postgres
+from dbsweep.engines.base import Install
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import SourceTree
+
+# Objects a Postgres 15 `make` compiles (1209 for 15.18); used for progress until a build in this root says better.
+OBJECTS_ESTIMATE = 1250
+# Extra modules later benchmarks need (the statements' statistics, table bloat).
+CONTRIB = ("pg_stat_statements", "pgstattuple")
+
+
+@dataclass(frozen=True)
+class Training:
+    """The workload a PGO build is trained on; part of the cache key and the provenance."""
+
+    name: str = "sysbench-short"
+    tables: int = 1
+    rows: int = 100_000
+    steps: tuple[str, ...] = ("point-query",)
+    clients: int = 1
+    seconds: int = 20
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "steps": ["prepare", *self.steps],
+            "tables": self.tables,
+            "rows": self.rows,
+            "clients": self.clients,
+            "seconds": self.seconds,
+        }
+
+
+DEFAULT_TRAINING = Training()
+
+
+def training_commands(t: Training) -> list[tuple[str, list[str]]]:
+    """The load client's command lines for the training workload, in order: (name of its log, arguments).
+    (Not part of the cache key: `Training.describe()` is.)"""
+    sizes = ["--tables", str(t.tables), "--rows", str(t.rows)]
+    run = ["--clients", str(t.clients), "--seconds", str(t.seconds), "--warmup", "0"]
+    return [
+        ("prepare", ["sysbench", "prepare", *sizes]),
+        *((step, ["sysbench", step, *sizes, *run]) for step in t.steps),
+    ]
+
+
+class PostgresRecipe(Recipe):
+    engine: ClassVar[str] = "postgres"
+    artefact: ClassVar[str] = "bin/postgres"
+    objects_estimate: ClassVar[int] = OBJECTS_ESTIMATE
+    default_cflags: ClassVar[tuple[str, ...]] = ("-O2",)  # CFLAGS replace Postgres's default -O2, so keep it
+    # Make variables of Postgres's build that the environment would set (COPT is added to CFLAGS).
+    leaky_env: ClassVar[tuple[str, ...]] = ("COPT", "PROFILE", "CUSTOM_COPT")
+    supports_pgo: ClassVar[bool] = True
+
+    def __init__(self, training: Training = DEFAULT_TRAINING) -> None:
+        self.workload = training
+
+    def check_tree(self, tree: SourceTree) -> None:
+        if not (tree.path / "configure").is_file():
+            raise DbsweepError(f"{tree.spec}: {tree.path} holds no configure script; is it a Postgres source tree?")
+
+    def options(self, variant: Variant, version: str) -> list[str]:
+        major = major_version(version)
+        args = ["--enable-debug"]
+        if major >= 14:  # lz4 support (--with-lz4) appeared in Postgres 14
+            args.append("--with-lz4")
+        if major >= 18:  # io_method=io_uring appeared in Postgres 18
+            args.append("--with-liburing")
+        # ICU is on by default from 16 on; it stays on (libicu-dev is a build dependency).
+        args.extend(variant.configure)
+        return args
+
+    def training(self) -> dict[str, Any]:
+        return self.workload.describe()
+
+    # ---- the steps
+
+    def configure(self, phase: Phase) -> list[Step]:
+        tree, variant = phase.tree, phase.variant
+        cmd = [str(tree.path / "configure"), f"--prefix={phase.prefix}", *self.options(variant, tree.version)]
+        cmd.append(f"CC={phase.compiler}")
+        if phase.cflags:
+            cmd.append(f"CFLAGS={' '.join(phase.cflags)}")
+        if phase.ldflags:
+            cmd.append(f"LDFLAGS={' '.join(phase.ldflags)}")
+        cmd.extend(f"{k}={v}" for k, v in variant.configure_vars)
+        return [Step("configure", tuple(cmd))]
+
+    def compile(self, phase: Phase) -> list[Step]:
+        return [Step("make", ("make", f"-j{phase.jobs}", *_make_vars(phase)), compiles=True)]
+
+    def install(self, phase: Phase) -> list[Step]:
+        extra = [*_make_vars(phase), *([f"DESTDIR={phase.destdir}"] if phase.destdir is not None else [])]
+        make = ("make", f"-j{phase.jobs}")
+        steps = [Step("make install", (*make, *extra, "install"))]
+        for module in CONTRIB:
+            steps.append(Step(f"make install of {module}", (*make, "-C", f"contrib/{module}", *extra, "install")))
+        return steps
+
+    # ---- the finished install
+
+    def probe(self, install_dir: Path) -> dict[str, Any]:
+        bindir = install_dir / "bin"
+        pgc = postgres.pg_config(bindir)
+        return {
+            "server_version": output([str(bindir / "postgres"), "--version"]).strip(),
+            "pg_config": {k: pgc.get(k, "") for k in ("CC", "CFLAGS", "LDFLAGS", "CONFIGURE", "VERSION")},
+        }
+
+    def facts(self, record: Mapping[str, Any]) -> Facts:
+        pgc = record["pg_config"]
+        return Facts(
+            version=record["server_version"],
+            cc=pgc.get("CC", ""),
+            cflags=pgc["CFLAGS"],
+            ldflags=pgc["LDFLAGS"],
+            configure=pgc["CONFIGURE"],
+        )
+
+    def install_of(self, bindir: Path, source: str, provenance: dict[str, Any]) -> Install:
+        return postgres.Install(bindir, provenance["version"], source, provenance)
+
+    # ---- PGO
+
+    def instrumented(self, phase: Phase, profile: Path) -> Phase:
+        # enable_coverage=yes only skips libpq's "no exit() calls" check, which gcc's profiling code fails.
+        gen = (f"PROFILE=-fprofile-generate={profile}", "enable_coverage=yes")
+        return replace(phase, tool_args=(*phase.tool_args, *gen))
+
+    def training_user(self) -> str | None:
+        return postgres.server_user()
+
+    def train(self, run: TrainingRun) -> None:
+        """Runs the training workload on the instrumented server; its processes write profiles as they exit."""
+        t = self.workload
+        run.say(f"PGO training run {t.name}")
+        run.progress(0.0, f"training ({t.name})")
+        install = postgres.Install(run.install_dir / "bin", run.tree.version, run.tree.spec)
+        server = postgres.Server(install, run.scratch / "train", "pgo-training", "", user=run.user)
+        logs = run.scratch / "train-logs"
+        commands = training_commands(t)
+        try:
+            server.init()
+            server.start()
+            conn = loadclient.connection_to(server)
+            for i, (name, args) in enumerate(commands):
+                if i:
+                    run.progress(i / len(commands), f"training: {name}")
+                loadclient.run(args, conn, logs / f"{name}.log")
+        except DbsweepError as e:
+            raise DbsweepError(f"the PGO training run on the instrumented build failed: {e}") from e
+        finally:
+            server.stop()  # a clean shutdown: the server's processes write their profiles at exit
+            run.attach("training: server log", server.log)
+            for f in sorted(logs.glob("*.log")) if logs.is_dir() else []:
+                run.attach(f"training: {f.name}", f)
+
+    def check_profile(self, profile: Path, user: str | None, note: LogFn) -> dict[str, Any]:
+        files = list(profile.glob("*.gcda"))
+        # gcc names each profile after its object's absolute path, '/' turned into '#'.
+        server_files = [f for f in files if "#src#backend#" in f.name]
+        note(f"PGO profile: {len(files)} files, {len(server_files)} from the server, in {profile}")
+        if not server_files:
+            who = f"user {user!r}" if user else "the server"
+            raise DbsweepError(
+                f"the PGO training run left no profile data for the server in {profile} "
+                f"({len(files)} files in all); {who} must be able to write there"
+            )
+        return {
+            "profile_files": len(files),
+            "server_profile_files": len(server_files),
+            "profile_bytes": sum(f.stat().st_size for f in files),
+        }
+
+    def explain(self, failure: Failure) -> str:
+        return diagnose_configure(failure) if failure.step.what == "configure" else ""
+
+
+def _make_vars(phase: Phase) -> list[str]:
+    """make's variables on every make of a phase: the compiler through ccache, and the PGO hook's."""
+    return [*([f"CC=ccache {phase.compiler}"] if phase.ccache else []), *phase.tool_args]
+
+
+RECIPE = PostgresRecipe()

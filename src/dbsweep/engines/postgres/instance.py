@@ -1,0 +1,592 @@
+"""Postgres: where an install comes from, initdb, the config diff, start, probe, stop."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+from psycopg import sql
+
+from dbsweep import procs
+from dbsweep.engines.base import Access, EngineError, Instance, Watermark
+from dbsweep.engines.base import Install as BaseInstall
+from dbsweep.engines.postgres import stats
+from dbsweep.errors import ServerError
+
+_log = logging.getLogger(__name__)
+
+DB_USER = "dbsweep"
+DB_NAME = "dbsweep"
+# Unix socket paths are limited to 107 bytes (sun_path), including ".s.PGSQL.NNNNN".
+_SOCKET_PATH_MAX = 107 - len("/.s.PGSQL.65535")
+
+
+def _chown(path: Path, user: str | None) -> None:
+    if user is not None:
+        pw = pwd.getpwnam(user)
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def free_port() -> int:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    except OSError as e:
+        raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
+
+
+# Lines of a server log that explain a failure: severities, and the words Postgres uses when it
+# refuses a setting or a file (the LOG line naming the parameter comes before the FATAL summary).
+_EXPLAINING = re.compile(
+    r"\b(FATAL|PANIC|ERROR|DETAIL|HINT|could not|invalid|unrecognized|outside the valid range|parameter|"
+    r"No space left|Permission denied|error)\b",
+    re.IGNORECASE,
+)
+# Lines the postmaster writes when a child crashed and it resets every backend (a crash restart).
+_CRASH = re.compile(
+    r"(was terminated by (signal|exception)|terminating any other active server processes|"
+    r"all server processes terminated; reinitializing)"
+)
+
+
+def relevant_log_lines(log: Path, limit: int = 12, start: int = 0) -> str:
+    """The lines of a server log (from byte `start`) that explain a failure, else its tail."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return f"    (no log at {log})"
+    hits = [ln for ln in lines if _EXPLAINING.search(ln)]
+    chosen = (hits or lines)[-limit:]
+    return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
+
+
+def _log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _pidfile(datadir: Path) -> list[str]:
+    try:
+        return (datadir / "postmaster.pid").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _is_postmaster_of(proc: psutil.Process, datadir: Path, lines: list[str]) -> str | None:
+    """Why `proc` is provably the postmaster the PID file `lines` of `datadir` describes; None if it is not.
+
+    Proof takes three facts: the PID file names this data directory (line 2), the process runs on it
+    (its `-D` argument, or its working directory: the postmaster works in its data directory), and it
+    started when the PID file says (line 3) - a recycled PID of another process fails the last.
+    """
+    try:
+        recorded_dir = Path(lines[1]).resolve()
+        recorded_start = float(lines[2])
+    except (IndexError, ValueError):
+        return None
+    if recorded_dir != datadir.resolve():
+        return None
+    try:
+        cmdline = proc.cmdline()
+        on_dir = any(
+            a == "-D" and i + 1 < len(cmdline) and Path(cmdline[i + 1]).resolve() == recorded_dir
+            for i, a in enumerate(cmdline)
+        )
+        with contextlib.suppress(psutil.AccessDenied):
+            on_dir = on_dir or Path(proc.cwd()).resolve() == recorded_dir
+        started = proc.create_time()
+    except (psutil.Error, OSError):
+        return None
+    # The PID file holds whole seconds; the kernel's start time is finer and may be a tick apart.
+    if not on_dir or abs(started - recorded_start) > 2:
+        return None
+    return f"PID {proc.pid} runs on {recorded_dir} and started when its PID file says"
+
+
+def stop_stale(datadir: Path) -> None:
+    """Stops a server a killed dbsweep left on this data directory, if it is provably that server.
+
+    A PID file whose process is gone, or is some other process, is set aside (renamed), never
+    signalled: PIDs are recycled, and another cluster's backend may hold this one now.
+    """
+    lines = _pidfile(datadir)
+    if not lines:
+        return
+    pidfile = datadir / "postmaster.pid"
+    try:
+        pid = int(lines[0])
+        proc: psutil.Process | None = psutil.Process(pid)
+    except (ValueError, IndexError):
+        pid, proc = -1, None
+    except psutil.Error:
+        proc = None
+    proof = _is_postmaster_of(proc, datadir, lines) if proc is not None else None
+    if proc is None or proof is None:
+        aside = pidfile.with_name(f"postmaster.pid.stale-{int(time.time())}")
+        with contextlib.suppress(OSError):
+            pidfile.rename(aside)
+        who = "no process" if proc is None else "a process that is not this data directory's postmaster"
+        _log.warning("stale PID file in %s names PID %s, %s; set it aside as %s", datadir, pid, who, aside.name)
+        return
+    _log.warning("a server left behind on %s is still running (%s): stopping it (fast shutdown)", datadir, proof)
+    with contextlib.suppress(psutil.Error):
+        proc.send_signal(signal.SIGINT)  # fast shutdown
+        try:
+            proc.wait(timeout=5)
+            return
+        except psutil.TimeoutExpired:
+            _log.warning("waiting up to 55 s more for the server on %s (PID %d) to shut down", datadir, pid)
+        try:
+            proc.wait(timeout=55)
+        except psutil.TimeoutExpired:
+            _log.warning("the server on %s (PID %d) did not shut down in 60 s: immediate shutdown", datadir, pid)
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(timeout=30)
+
+
+def _wrapped_leftovers(datadir: Path) -> list[psutil.Process]:
+    """Processes of a wrapped server on `datadir`: under valgrind every backend keeps the postmaster's
+    command line (the guest's process title never reaches /proc), `-D DATADIR` included. Only those
+    count: a process that merely mentions the path (a `du`, an editor) is not ours to stop."""
+    found = []
+    want = datadir.resolve()
+    for p in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            cmd = p.info["cmdline"] or []
+            on_dir = any(
+                a == "-D" and i + 1 < len(cmd) and Path(cmd[i + 1]).resolve() == want for i, a in enumerate(cmd)
+            )
+            if on_dir and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+    return found
+
+
+# Seconds to wait for a server to answer: valgrind slows start-up (and crash recovery) tens of times.
+READY_TIMEOUT = 120.0
+WRAPPED_READY_TIMEOUT = 1200.0
+
+
+@dataclass
+class Server(Instance):
+    """One Postgres instance: a data directory in the workspace and, while running, its process."""
+
+    install: BaseInstall
+    home: Path  # holds pgdata/, the password and the logs
+    config_name: str
+    config_text: str
+    user: str | None = None
+    port: int = 0
+    socket_dir: Path | None = None
+    proc: subprocess.Popen[Any] | None = None
+    _own_socket_dir: bool = False
+    _log_start: int = 0  # where this start's lines begin in the (appended) server log
+    # A command the postmaster runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
+    wrapper: list[str] | None = None
+
+    @property
+    def datadir(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def password_file(self) -> Path:
+        return self.home / "password"
+
+    @property
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+    def initialized(self) -> bool:
+        return (
+            (self.datadir / "PG_VERSION").is_file()
+            and self.password_file.is_file()
+            and (self.home / "initialized").is_file()
+        )
+
+    def init(self) -> None:
+        """A fresh data directory with the config diff appended and a generated password."""
+        stop_stale(self.datadir)
+        if self.home.exists():
+            shutil.rmtree(self.home)
+        self.home.mkdir(parents=True)
+        _chown(self.home, self.user)
+        self.home.chmod(0o700)
+        self._check_reachable()
+        pw = secrets.token_urlsafe(24)
+        self.password_file.write_text(pw + "\n")
+        self.password_file.chmod(0o600)
+        _chown(self.password_file, self.user)
+        r = procs.run_as(
+            [
+                self.install.bin("initdb"),
+                "-D",
+                self.datadir,
+                "-U",
+                DB_USER,
+                f"--pwfile={self.password_file}",
+                "--auth=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--data-checksums",
+            ],
+            user=self.user,
+        )
+        if r.returncode != 0:
+            tail = "\n".join("    " + ln for ln in r.stdout.splitlines()[-12:])
+            raise ServerError(f"initdb failed for {self.home} (exit {r.returncode}):\n{tail}")
+        conf = self.datadir / "postgresql.conf"
+        with conf.open("a") as f:
+            f.write(f"\n# ---- dbsweep: config diff {self.config_name} ----\n{self.config_text.rstrip()}\n")
+        (self.home / "initialized").write_text(self.config_name + "\n")
+
+    def _check_reachable(self) -> None:
+        """The server user must reach its data directory; a private parent (mode 700) stops it."""
+        if self.user is None:
+            return
+        if procs.run_as(["test", "-w", self.home], user=self.user).returncode == 0:
+            return
+        blocking = next((p for p in reversed(self.home.parents) if not p.stat().st_mode & 0o001), None)
+        where = f"{blocking} is private (mode {blocking.stat().st_mode & 0o777:o})" if blocking else "permissions"
+        raise ServerError(
+            f"the server runs as user {self.user!r}, who cannot reach {self.home}: {where}; "
+            "put the workspace somewhere that user can reach (e.g. under /tmp or /srv)."
+        )
+
+    def _pick_socket_dir(self) -> Path:
+        wanted = self.home / "sock"
+        if len(str(wanted)) <= _SOCKET_PATH_MAX:
+            wanted.mkdir(exist_ok=True)
+            self._own_socket_dir = False
+            path = wanted
+        else:
+            # The workspace path is too long for a Unix socket: use a private directory in /tmp.
+            path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
+            self._own_socket_dir = True
+        path.chmod(0o700)
+        _chown(path, self.user)
+        return path
+
+    def start(self, timeout: float | None = None) -> None:
+        """Starts on a free loopback port and a private socket (under `wrapper`, if any); waits until it answers."""
+        if timeout is None:
+            timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
+        stop_stale(self.datadir)
+        for attempt in range(3):
+            self.socket_dir = self._pick_socket_dir()
+            self.port = free_port()
+            self._log_start = _log_size(self.log)
+            logf = self.log.open("ab")
+            try:
+                self.proc = procs.spawn(
+                    [
+                        *(self.wrapper or []),
+                        self.install.bin("postgres"),
+                        "-D",
+                        self.datadir,
+                        "-c",
+                        f"port={self.port}",
+                        "-c",
+                        "listen_addresses=127.0.0.1",
+                        "-c",
+                        f"unix_socket_directories={self.socket_dir}",
+                        "-c",
+                        "unix_socket_permissions=0700",
+                    ],
+                    user=self.user,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    # A fast shutdown when dbsweep dies: the data directory stays consistent for a resume.
+                    death_signal=signal.SIGINT,
+                )
+            finally:
+                logf.close()
+            try:
+                self._wait_ready(timeout)
+                self._ensure_database()
+                return
+            except ServerError:
+                self.stop()
+                # Another process may have taken the port between our probe and the bind: try another.
+                if attempt < 2 and "could not bind" in self.log.read_text(errors="replace")[-2000:]:
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def watermark(self) -> Watermark:
+        """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
+        assert self.proc is not None, "a started server"
+        try:
+            started = psutil.Process(self.proc.pid).create_time()
+        except psutil.Error:
+            started = 0.0
+        return Watermark(self.proc.pid, started, _log_size(self.log))
+
+    def disturbance_since(self, mark: Watermark) -> str | None:
+        """Why the server that served a step is not the whole server that began it, in one sentence
+        with its evidence; None when it is the same postmaster and none of its backends crashed."""
+        excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
+        if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
+            code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
+            how = _describe_exit(code) if code is not None else "gone"
+            return f"the server died during the step: its postmaster (PID {mark.pid}) {how}; {excerpt}"
+        try:
+            started = psutil.Process(mark.pid).create_time()
+        except psutil.Error:
+            started = -1.0
+        if started != mark.started:
+            return f"the server's postmaster (PID {mark.pid}) is not the process that started the step"
+        try:
+            with self.log.open("rb") as f:
+                f.seek(mark.log_offset)
+                new = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            new = []
+        crash = [ln for ln in new if _CRASH.search(ln)]
+        if crash:
+            # The line without its timestamp and severity prefix: "server process (PID 7) was terminated by ...".
+            line = re.sub(r"^.*?\b(LOG|FATAL|PANIC):\s+", "", crash[0]).strip()
+            return f"the server crash-restarted its backends during the step (every connection was reset): {line}"
+        return None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def access(self, via_socket: bool = False) -> Access:
+        """Loopback TCP, or the private Unix socket; the password travels in the environment."""
+        host = str(self.socket_dir) if via_socket else "127.0.0.1"
+        args = ["--host", host, "--port", str(self.port), "--user", DB_USER, "--dbname", DB_NAME]
+        return Access(args, {"DBSWEEP_PGPASSWORD": self.password})
+
+    def log_excerpt(self, start: int = 0) -> str:
+        return relevant_log_lines(self.log, start=start)
+
+    def statistics(self) -> dict[str, Any]:
+        try:
+            with self.connect() as c:
+                return stats.snapshot(c)
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+
+    def data_bytes(self) -> int | None:
+        try:
+            with self.connect() as c:
+                row = c.execute("SELECT pg_database_size(current_database())").fetchone()
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+        return int(row[0]) if row and row[0] is not None else None
+
+    # ---- instruction counting: a settled, quiet server ----------------------------------------------
+
+    # Nothing may run in the background of the measured backend, and the work must stay in the one process
+    # that is counted (parallel workers would take part of it elsewhere).
+    quiet_config = """\
+# ---- dbsweep: instruction counting ----
+autovacuum = off
+max_parallel_workers_per_gather = 0
+"""
+
+    def settle(self) -> None:
+        """Frozen, analysed and checkpointed: no read sets hint bits, no background work is left."""
+        try:
+            with self.connect() as c:
+                c.execute("VACUUM (FREEZE, ANALYZE)")
+                c.execute("CHECKPOINT")
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+
+    def prewarm(self, tables: list[str]) -> None:
+        """Reads every table and index into shared buffers: a miss costs the backend thousands of
+        instructions, and the short run would take more of them per operation than the long one. Plain
+        SQL, so installs without the pg_prewarm extension work too."""
+        try:
+            with self.connect() as c:
+                for t in tables:
+                    name = sql.Identifier(t)
+                    # The heap, by a sequential scan.
+                    c.execute(sql.SQL("SELECT sum(length(c)) FROM {}").format(name))
+                    c.execute("SET enable_seqscan = off")
+                    c.execute("SET enable_bitmapscan = off")
+                    # Each index, by a full index-only scan (the visibility map comes with it).
+                    c.execute(sql.SQL("SELECT count(*) FROM {} WHERE id > -2147483648").format(name))
+                    c.execute(sql.SQL("SELECT count(*) FROM {} WHERE k > -2147483648").format(name))
+                    c.execute("RESET ALL")
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+
+    def workers(self) -> set[int]:
+        """The postmaster's children: backends and background processes."""
+        if self.proc is None:
+            return set()
+        try:
+            return {c.pid for c in psutil.Process(self.proc.pid).children()}
+        except psutil.Error:
+            return set()
+
+    def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
+        return {
+            "host": "127.0.0.1",
+            "port": self.port,
+            "user": DB_USER,
+            "password": self.password,
+            "dbname": dbname,
+            "connect_timeout": 5,
+        }
+
+    def connect(self, dbname: str = DB_NAME, autocommit: bool = True) -> psycopg.Connection[Any]:
+        return psycopg.connect(**self.conninfo(dbname), autocommit=autocommit)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(
+                    f"Postgres exited during start ({_describe_exit(self.proc.returncode)}); "
+                    f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
+                )
+            try:
+                with psycopg.connect(**self.conninfo("postgres")) as c:
+                    c.execute("SELECT 1")
+                return
+            except psycopg.OperationalError as e:
+                last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                time.sleep(0.1)
+        raise ServerError(
+            f"Postgres did not answer within {timeout:.0f} s ({last}); "
+            f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
+        )
+
+    def _ensure_database(self) -> None:
+        with self.connect("postgres") as c:
+            if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone() is None:
+                c.execute(f"CREATE DATABASE {DB_NAME}")
+
+    def settings(self) -> list[dict[str, Any]]:
+        """Settings that differ from the built-in defaults, as the running server reports them."""
+        try:
+            return self._settings()
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+
+    def _settings(self) -> list[dict[str, Any]]:
+        with self.connect() as c:
+            rows = c.execute(
+                "SELECT name, setting, unit, source FROM pg_settings "
+                "WHERE source NOT IN ('default', 'override', 'client', 'session')"
+            ).fetchall()
+        # Sorted here, not by the server: a config with a tiny work_mem and temp_file_limit must not break it.
+        return sorted(
+            ({"name": r[0], "setting": r[1], "unit": r[2], "source": r[3]} for r in rows), key=lambda d: d["name"]
+        )
+
+    def server_version(self) -> str:
+        try:
+            with self.connect() as c:
+                row = c.execute("SHOW server_version").fetchone()
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+        return str(row[0]) if row else ""
+
+    def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, float]:
+        """The method's maintenance: VACUUM (ANALYZE) every table in parallel, CHECKPOINT, then wait
+        out what is left of `budget` seconds so the next step starts on a quiet server."""
+        try:
+            return self._postwrite(tables, budget, say)
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+
+    def _postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, float]:
+        t0 = time.monotonic()
+        version = int(self.server_version_num())
+        options = "VERBOSE, ANALYZE" + (", INDEX_CLEANUP ON" if version >= 120000 else "")
+
+        def vacuum(table: str) -> None:
+            with self.connect() as c:
+                c.execute(sql.SQL("VACUUM ({}) {}").format(sql.SQL(options), sql.Identifier(table)))
+
+        say(f"maintenance: VACUUM ({options}) of {len(tables)} tables in parallel")
+        with ThreadPoolExecutor(max_workers=len(tables)) as pool:
+            list(pool.map(vacuum, tables))
+        t1 = time.monotonic()
+        say("maintenance: CHECKPOINT")
+        with self.connect() as c:
+            c.execute("CHECKPOINT")
+        t2 = time.monotonic()
+        wait = max(0.0, budget - (t2 - t0))
+        if wait:
+            say(f"maintenance: waiting {wait:.0f} s")
+            time.sleep(wait)
+        return {"vacuum_s": t1 - t0, "checkpoint_s": t2 - t1, "wait_s": wait}
+
+    def server_version_num(self) -> str:
+        with self.connect() as c:
+            row = c.execute("SHOW server_version_num").fetchone()
+        return str(row[0]) if row else "0"
+
+    def stop(self) -> None:
+        """Fast shutdown, then immediate, then kill: never leaves the server behind."""
+        if self.proc is not None:
+            procs.terminate(self.proc, signal.SIGINT, timeout=120)
+            self.proc = None
+        stop_stale(self.datadir)
+        if self.wrapper:
+            self._stop_wrapped_leftovers()
+        if self._own_socket_dir and self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+
+    def _stop_wrapped_leftovers(self) -> None:
+        """Backends exit on their own once the postmaster is gone, but under a wrapper that can take a
+        while (valgrind writes its output at exit); any still there after a grace period are killed."""
+        left = _wrapped_leftovers(self.datadir)
+        if left:
+            _log.info("waiting up to 60 s for %d backends of the wrapped server on %s to exit", len(left), self.datadir)
+        _, alive = psutil.wait_procs(left, timeout=60)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=10)
+
+
+def _one_line(e: psycopg.Error) -> str:
+    """A driver error as the server said it, in one line."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

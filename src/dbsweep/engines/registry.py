@@ -1,0 +1,27 @@
+"""Which engines there are: a study's `engine` picks one."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from dbsweep.engines.base import Engine
+
+
+@cache
+def engines() -> dict[str, Engine]:
+    # Imported here: each engine imports its driver, which only a run that uses it should pay for.
+    from dbsweep.engines.postgres import Postgres
+
+    # Adding an engine: a package under engines/ with an Engine subclass, and one entry here.
+    return {e.name: e for e in (Postgres(),)}
+
+
+def names() -> tuple[str, ...]:
+    return ("postgres",)
+
+
+def engine_named(name: str) -> Engine:
+    try:
+        return engines()[name]
+    except KeyError:
+        raise KeyError(f"unknown engine {name!r}; have: {', '.join(names())}") from None

@@ -1,0 +1,176 @@
+"""The sysbench microbenchmarks as steps: their table, report groups and named sets.
+
+Names follow the seeds: `<microbenchmark>[.pre|.warm]_range=<N>`. A `.pre` step runs a
+read-only microbenchmark before the write-heavy steps (on freshly loaded, vacuumed
+tables); the plain name runs it after them. `.warm` steps only warm caches and are
+left out of summaries, as are `.pre` steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# Report groups, in the order the seeds print them.
+GROUPS = {
+    "load": "load",
+    "warm": "warm-up steps (not in summaries)",
+    "point": "point queries",
+    "range-noagg": "range queries without aggregation",
+    "range-agg": "range queries with aggregation",
+    "write": "writes",
+}
+
+LOAD_STEP = "load"
+
+Duration = Literal["read", "write", "insert", "scan-warm"]
+# The seeds' scan warm-up runs a fixed 60 s, whatever the read duration.
+SCAN_WARM_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    workload: str  # the dbsweep-load workload
+    range: int
+    group: str
+    duration: Duration
+    # The number of clients is the number of tables, whatever the study's client counts.
+    clients_are_tables: bool = False
+    # The postwrite maintenance (VACUUM, CHECKPOINT, wait) runs right after this step.
+    maintenance_after: bool = False
+
+    @property
+    def is_pre(self) -> bool:
+        return self.name.split("_range=")[0].endswith(".pre")
+
+    @property
+    def in_summaries(self) -> bool:
+        """The seeds' summaries leave out warm-ups and every name containing "pre"."""
+        return self.group != "warm" and not self.is_pre
+
+
+def _group(workload: str) -> str:
+    if workload.startswith(("update-", "read-write", "write-only")) or workload in ("delete", "insert"):
+        return "write"
+    if workload.startswith("read-only"):
+        return "range-agg"
+    if workload.startswith("range-") or workload == "scan":
+        return "range-noagg"
+    return "point"
+
+
+def _step(
+    workload: str,
+    rng: int = 100,
+    suffix: str = "",
+    duration: Duration = "read",
+    clients_are_tables: bool = False,
+    maintenance_after: bool = False,
+) -> StepSpec:
+    group = "warm" if suffix.startswith(".warm") else _group(workload)
+    name = f"{workload}{suffix}_range={rng}"
+    return StepSpec(name, workload, rng, group, duration, clients_are_tables, maintenance_after)
+
+
+_READ_POINTS = ["points-covered-pk", "points-notcovered-pk", "points-covered-si", "points-notcovered-si"]
+_READ_RANGES = ["range-covered-pk", "range-notcovered-pk", "range-covered-si", "range-notcovered-si"]
+_RO_1000 = ["read-only-simple", "read-only-sum", "read-only-order", "read-only-distinct", "read-only-count"]
+_UPDATES = ["update-inlist", "update-index", "update-nonindex", "update-one", "update-zipf"]
+
+_ALL: list[StepSpec] = [
+    _step("point-query", suffix=".warm", clients_are_tables=True, maintenance_after=True),
+    _step("scan", suffix=".warmpre", duration="scan-warm"),
+    _step("point-query", suffix=".pre"),
+    *[_step("random-points", r, ".pre") for r in (10, 100, 1000)],
+    *[_step("read-only", r, ".pre") for r in (10, 100, 10000)],
+    *[_step(w, suffix=".pre") for w in _READ_POINTS + _READ_RANGES],
+    *[_step(w, duration="write") for w in _UPDATES],
+    _step("write-only", 10000),  # the seeds give write-only the read duration
+    _step("read-write", 10, duration="write"),
+    _step("read-write", 100, duration="write", maintenance_after=True),
+    _step("scan", suffix=".warm", duration="scan-warm"),
+    _step("scan"),
+    *[_step("read-only", r) for r in (10, 100, 10000)],
+    *[_step(w, 1000) for w in _RO_1000],
+    _step("point-query"),
+    *[_step("random-points", r) for r in (10, 100, 1000)],
+    _step("hot-points"),
+    *[_step(w) for w in _READ_POINTS[:2] + _READ_RANGES[:2]],
+    _step("points-covered-si", suffix=".warm"),
+    *[_step(w) for w in _READ_POINTS[2:] + _READ_RANGES[2:]],
+    _step("delete", duration="write"),
+    _step("insert", duration="insert"),
+]
+
+STEPS: dict[str, StepSpec] = {s.name: s for s in _ALL}
+STEP_NAMES = tuple(s.name for s in _ALL)
+
+
+def _names(*names: str) -> list[str]:
+    for n in names:
+        assert n in STEPS, n
+    return list(names)
+
+
+def _current_order(keep: set[str]) -> list[str]:
+    return [s.name for s in _ALL if s.name in keep]
+
+
+_BASE27 = {s.name for s in _ALL if s.in_summaries and s.workload not in _RO_1000}
+_WARMUPS = {
+    "point-query.warm_range=100",
+    "scan.warmpre_range=100",
+    "scan.warm_range=100",
+    "points-covered-si.warm_range=100",
+}
+
+SETS: dict[str, list[str]] = {
+    # The seeds' set since 2025-09: 27 base tests + 5 read-only range=1000 variants, with the
+    # warm-up steps and the two .pre steps the current scripts still run.
+    "set32": _current_order(
+        _BASE27
+        | {s.name for s in _ALL if s.workload in _RO_1000}
+        | _WARMUPS
+        | {"point-query.pre_range=100", "range-notcovered-si.pre_range=100"}
+    ),
+    "base27": _current_order(_BASE27 | _WARMUPS),
+    # The 42 of Feb 2023, in that order: every .pre step first, then writes, then reads.
+    "all42": _names(
+        "point-query.warm_range=100",
+        *[s.name for s in _ALL if s.is_pre],
+        *[f"{w}_range=100" for w in _UPDATES],
+        "write-only_range=10000",
+        "read-write_range=10",
+        "read-write_range=100",
+        "read-only_range=10",
+        "read-only_range=100",
+        "read-only_range=10000",
+        "point-query_range=100",
+        "random-points_range=10",
+        "random-points_range=100",
+        "random-points_range=1000",
+        "hot-points_range=100",
+        *[f"{w}_range=100" for w in _READ_POINTS + _READ_RANGES],
+        "scan_range=100",
+        "delete_range=100",
+        "insert_range=100",
+    ),
+    # A handful from each group, for demos and tests.
+    "quick": _names(
+        "update-index_range=100",
+        "update-nonindex_range=100",
+        "read-write_range=100",
+        "read-only_range=100",
+        "read-only-count_range=1000",
+        "range-covered-pk_range=100",
+        "range-notcovered-si_range=100",
+        "point-query_range=100",
+        "random-points_range=100",
+        "points-covered-si_range=100",
+        "insert_range=100",
+    ),
+}
+
+# Short names for the steps that exist at one range only in the seeds' default (range=100).
+ALIASES = {s.name.removesuffix("_range=100"): s.name for s in _ALL if s.name.endswith("_range=100")}

@@ -1,0 +1,39 @@
+"""`run --until-decided`: after the study's repetitions, two more interleaved rounds at a time of the base
+and every target whose verdict is still unsure, until every verdict is decided or measure.max_repeats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dbsweep.results.store import Store
+from dbsweep.study import Study
+from dbsweep.verdicts.judging import unsure_targets
+
+if TYPE_CHECKING:
+    from dbsweep.runner import Outcome, Runner
+
+
+def until_decided(study: Study, store: Store, runner: Runner, outcome: Outcome, say: Callable[[str], None]) -> None:
+    """Adds rounds to `outcome`'s run (and counts them into it) while any verdict is unsure."""
+    while True:
+        rows = store.results(outcome.run_id)
+        unsure = unsure_targets(study, rows)
+        reps = max([study.repeats, *(r.repetition for r in rows)])
+        if not unsure:
+            say(f"Every verdict is decided after {reps} repetitions.")
+            return
+        if reps >= study.measure.max_repeats:
+            say(
+                f"[yellow]Still unsure after {reps} repetitions (measure.max_repeats): "
+                f"{', '.join(sorted(unsure))}.[/yellow]"
+            )
+            return
+        more = min(reps + 2, study.measure.max_repeats)
+        say(f"Unsure: {', '.join(sorted(unsure))}; adding repetitions {reps + 1}..{more}.")
+        extra = runner.run(outcome.run_id, repeats=more, targets=unsure | {study.base})
+        outcome.done += extra.done
+        outcome.failed += extra.failed
+        outcome.failures += extra.failures
+        if extra.done == 0:
+            return  # nothing could run (every new cell failed before): stop rather than loop

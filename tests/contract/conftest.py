@@ -1,0 +1,51 @@
+"""The engine a contract test runs against: every test that asks for `engine_name` (or anything built on it)
+runs once per registered engine (`dbsweep.engines.registry.names()`), with that engine's `Support`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dbsweep.engines.base import Engine, Instance
+from dbsweep.engines.registry import engine_named, names
+
+from ..conftest import running_instance, wait_no_processes
+from .engines import SUPPORT, Support
+
+
+@pytest.fixture(scope="session", params=names())
+def engine_name(request: pytest.FixtureRequest) -> str:
+    name = str(request.param)
+    if name not in SUPPORT:
+        pytest.fail(f"engine {name!r} has no entry in tests/contract/engines.py (SUPPORT): add one")
+    return name
+
+
+@pytest.fixture(scope="session")
+def support(engine_name: str) -> Support:
+    return SUPPORT[engine_name]
+
+
+@pytest.fixture(scope="session")
+def engine(engine_name: str) -> Engine:
+    return engine_named(engine_name)
+
+
+@pytest.fixture(scope="module")
+def home(_test_root: Path, engine_name: str) -> Iterator[Path]:
+    """A directory for the module's long-lived instance; nothing may run in it after the module."""
+    d = _test_root / f"{engine_name}-{uuid.uuid4().hex[:8]}"
+    d.mkdir(mode=0o755)
+    yield d
+    left = wait_no_processes(d, timeout=30)
+    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+
+
+@pytest.fixture(scope="module")
+def server(engine_name: str, support: Support, home: Path) -> Iterator[Instance]:
+    """One running instance with the small config, for the module."""
+    with running_instance(engine_name, home / "srv", support.small_config) as s:
+        yield s

@@ -1,0 +1,80 @@
+"""An instance's life, as every engine lives it: init, start, probe, stop (idempotent), start again on the same
+data directory, remove; nothing is left running at any point it should not be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dbsweep.engines.base import Engine
+from dbsweep.engines.registry import engine_named, names
+
+from ..conftest import processes_under, wait_no_processes
+from .engines import SUPPORT, Support
+
+pytestmark = pytest.mark.server
+
+
+def test_every_registered_engine_has_its_test_support() -> None:
+    assert set(names()) <= set(SUPPORT), "add the engine's entry to tests/contract/engines.py"
+    for name in names():
+        assert engine_named(name).name == name == SUPPORT[name].name
+
+
+def test_init_start_probe_stop_remove(engine: Engine, support: Support, tmp: Path) -> None:
+    install = support.install()
+    instance = engine.instance(install, tmp / "home", "test", support.small_config, engine.server_user())
+    assert not instance.initialized()
+    instance.stop()  # never started: nothing to do, and no error
+    instance.init()
+    try:
+        assert instance.initialized() and instance.datadir.is_dir()
+        assert instance.pid is None  # initialised, not running
+        instance.start()
+        mark = instance.watermark()
+        if engine.kind == "server":
+            pid = instance.pid
+            assert pid is not None and psutil.pid_exists(pid) and pid == mark.pid
+        assert instance.server_version().startswith(install.short_version), (instance.server_version(), install)
+        assert any(s["name"] == support.small_setting for s in instance.settings()), instance.settings()
+        assert instance.statistics()
+        size = instance.data_bytes()
+        assert size is not None and size > 0
+        tcp, local = instance.access(), instance.access(via_socket=True)
+        assert tcp.args and tcp.args != local.args
+        assert not any(v in " ".join(tcp.args) for v in tcp.env.values()), "a secret on the command line"
+        assert instance.disturbance_since(mark) is None
+
+        instance.stop()
+        assert instance.pid is None
+        assert not wait_no_processes(instance.home, timeout=30), "stop left a process behind"
+        instance.stop()  # idempotent
+        assert not processes_under(instance.home)
+
+        # The data directory outlives its server: a start on it answers again, with what it held.
+        assert instance.initialized()
+        instance.start()
+        assert instance.server_version().startswith(install.short_version)
+        assert (instance.data_bytes() or 0) > 0
+    finally:
+        instance.remove()
+    assert not instance.home.exists()
+    assert not wait_no_processes(tmp, timeout=30)
+    instance.remove()  # removing twice is no error either
+
+
+def test_init_again_starts_from_scratch(engine: Engine, support: Support, tmp: Path) -> None:
+    instance = engine.instance(support.install(), tmp / "home", "test", support.small_config, engine.server_user())
+    instance.init()
+    try:
+        instance.start()
+        support.query(instance, "CREATE TABLE left_over (id integer)")
+        instance.stop()
+        instance.init()  # a fresh data directory: what the last one held is gone
+        instance.start()
+        with pytest.raises(Exception, match="left_over"):
+            support.query(instance, "SELECT * FROM left_over")
+    finally:
+        instance.remove()

@@ -1,0 +1,227 @@
+"""Build recipes and the build cache without the build cache: the built-in variants and the study's own,
+the cache key, what is refused before building, and a toy recipe of another kind (no configure, a plain
+Makefile, built from local files in seconds) that shows the cache knows no engine. Real Postgres builds:
+e2e/test_build.py."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dbsweep.build import cache, variants
+from dbsweep.build.compiler import Compiler, compiler_for, output
+from dbsweep.build.recipe import Facts, Phase, Recipe, Step, TrainingRun
+from dbsweep.build.variants import Variant
+from dbsweep.engines.base import Install
+from dbsweep.engines.postgres.build import RECIPE, PostgresRecipe, Training
+from dbsweep.errors import DbsweepError, StudyError
+from dbsweep.sources import SourceTree
+
+VERSION = "15.18"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> SourceTree:
+    """A Postgres source tree as the cache keys it: its identity and version (nothing is built from it here)."""
+    path = tmp_path / f"postgresql-{VERSION}"
+    path.mkdir()
+    return SourceTree(f"debian:{VERSION}", "debian", path, VERSION, "sha256:" + "a" * 64)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.progress: list[tuple[float, str]] = []
+
+    def log(self, message: str) -> None:
+        self.messages.append(message)
+
+    def on_progress(self, fraction: float, message: str) -> None:
+        self.progress.append((fraction, message))
+
+
+def test_builtin_variants_follow_the_method() -> None:
+    flags = {name: (v.cflags_str, v.ldflags_str, v.pgo) for name, v in variants.BUILTINS.items()}
+    assert flags == {
+        "def": ("", "", False),
+        "o2_nofp": ("-O2 -fno-omit-frame-pointer", "", False),
+        "o3": ("-O3", "", False),
+        "o3_native": ("-O3 -march=native -mtune=native", "", False),
+        "o3_native_lto": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto", False),
+        "os": ("-Os", "", False),
+        "pgo": ("-O2", "", True),
+        "pgo_lto": ("-O2 -flto=auto", "-flto=auto", True),
+    }
+    v = variants.builtin("def")
+    assert RECIPE.options(v, "15.18") == ["--enable-debug", "--with-lz4"]
+    assert RECIPE.options(v, "16.4") == ["--enable-debug", "--with-lz4"]  # ICU is on by default from 16
+    assert RECIPE.options(v, "18.1") == ["--enable-debug", "--with-lz4", "--with-liburing"]
+    assert RECIPE.options(v, "13.20") == ["--enable-debug"]
+    assert RECIPE.options(Variant("x", configure=("--with-icu",)), "15.18")[-1] == "--with-icu"
+    with pytest.raises(DbsweepError, match="unknown build variant 'o9'"):
+        variants.builtin("o9")
+
+
+def test_cache_key_covers_what_changes_the_binary(tree: SourceTree) -> None:
+    gcc = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+    base = variants.builtin("o2_nofp")
+    key = cache.cache_key(RECIPE, tree, base, gcc)
+    renamed = Variant("my_o2", cflags=base.cflags)
+    assert cache.cache_key(RECIPE, tree, renamed, gcc) == key  # the name does not change the binary
+    # The training only matters to PGO builds.
+    assert cache.cache_key(PostgresRecipe(Training(seconds=5)), tree, base, gcc) == key
+    other_tree = SourceTree(tree.spec, tree.kind, tree.path, tree.version, "sha256:" + "0" * 64)
+    changed = [
+        cache.cache_key(RECIPE, tree, Variant("x", cflags=("-O2",)), gcc),
+        cache.cache_key(RECIPE, tree, base, Compiler("gcc", "gcc 13.1.0", None)),
+        cache.cache_key(RECIPE, other_tree, base, gcc),
+        cache.cache_key(RECIPE, tree, Variant("x", cflags=base.cflags, configure=("--with-icu",)), gcc),
+        cache.cache_key(RECIPE, tree, variants.builtin("pgo"), gcc),
+        cache.cache_key(PostgresRecipe(Training(seconds=5)), tree, variants.builtin("pgo"), gcc),
+    ]
+    assert len({key, *changed}) == len(changed) + 1
+
+
+def test_study_variant_tables() -> None:
+    v = variants.from_table(
+        {"name": "clang_o3", "compiler": "clang", "cflags": "-O3  -g1", "configure": ["--with-icu"], "ldflags": ""}
+    )
+    assert v == Variant("clang_o3", compiler="clang", cflags=("-O3", "-g1"), configure=("--with-icu",))
+    assert v.recipe() == {
+        "compiler": "clang",
+        "cflags": ["-O3", "-g1"],
+        "ldflags": [],
+        "configure": ["--with-icu"],
+        "configure_vars": {},
+        "pgo": False,
+    }
+    lto = variants.from_table({"name": "lto", "cflags": ["-O2", "-flto"], "configure_vars": {"AR": "gcc-ar"}})
+    assert lto.configure_vars == (("AR", "gcc-ar"),)
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ({"name": "x", "cflags": 3}, 'variant "x": cflags: must be a string of flags or a list of strings'),
+        ({"name": "x", "ldflags": ["-flto", 1]}, 'variant "x": ldflags: must be'),
+        ({"name": "x", "compiler": "icc"}, "variant \"x\": compiler: 'icc' is not supported"),
+        ({"name": "x", "configure": "--with-icu"}, 'variant "x": configure: must be a list'),
+        ({"name": "x", "configure": ["with-icu"]}, "variant \"x\": configure[0]: 'with-icu' is not a configure option"),
+        (
+            {"name": "x", "configure": ["--prefix=/opt"]},
+            "variant \"x\": configure[0]: '--prefix=/opt' is set by dbsweep",
+        ),
+        ({"name": "x", "pgo": "yes"}, 'variant "x": pgo: must be true or false'),
+        (
+            {"name": "x", "compiler": "clang", "pgo": True},
+            'variant "x": pgo: profile-guided builds are supported with gcc',
+        ),
+        ({"name": "x", "configure_vars": {"CC": "tcc"}}, 'variant "x": configure_vars.CC: set it with'),
+        ({"name": "x", "cflag": "-O2"}, 'variant "x": cflag: unknown field'),
+        ({"name": "a/b"}, "variant: name: 'a/b' is not a name"),
+        ({"cflags": "-O2"}, "variant: name: None is not a name"),
+    ],
+)
+def test_variant_table_errors_name_the_field(table: dict[str, object], expected: str) -> None:
+    with pytest.raises(StudyError) as info:
+        variants.from_table(table)
+    assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+
+
+def test_pgo_with_clang_is_refused_before_building(tree: SourceTree, tmp_path: Path) -> None:
+    clang_pgo = Variant("clang_pgo", compiler="clang", cflags=("-O2",), pgo=True)
+    with pytest.raises(DbsweepError, match="gcc only"):
+        cache.build(RECIPE, tree, clang_pgo, tmp_path / "builds")
+    assert not (tmp_path / "builds").exists()
+
+
+# ---- the cache with a recipe of another kind --------------------------------------------------------------
+
+TOY_MAKEFILE = """\
+toy: toy.o
+\t$(CC) $(CFLAGS) $(LDFLAGS) -o toy toy.o
+toy.o: toy.c
+\t$(CC) $(CFLAGS) -c -o toy.o toy.c
+"""
+TOY_C = """\
+#include <stdio.h>
+int main(void) { long s = 0; for (long i = 0; i < 1000000; i++) s += i % 7; printf("toy 1.0\\n"); return s < 0; }
+"""
+
+
+class ToyRecipe(Recipe):
+    """A tool whose Makefile builds in its tree (as RocksDB's db_bench would be): the tree is copied first."""
+
+    engine = "toy"
+    artefact = "bin/toy"
+    supports_pgo = True
+
+    def __init__(self) -> None:
+        self.trained: list[Path] = []
+
+    def options(self, variant: Variant, version: str) -> list[str]:
+        return list(variant.configure)
+
+    def configure(self, phase: Phase) -> list[Step]:
+        return [Step("copy the tree", ("cp", "-a", f"{phase.tree.path}/.", "."))]
+
+    def compile(self, phase: Phase) -> list[Step]:
+        flags = [f"CC={phase.compiler}", f"CFLAGS={' '.join(phase.cflags)}", f"LDFLAGS={' '.join(phase.ldflags)}"]
+        return [Step("make", ("make", *flags, *phase.tool_args), compiles=True)]
+
+    def install(self, phase: Phase) -> list[Step]:
+        return [Step("install", ("install", "-D", "toy", f"{phase.destdir or ''}{phase.prefix}/bin/toy"))]
+
+    def probe(self, install_dir: Path) -> dict[str, object]:
+        return {"toy": {"version": output([str(install_dir / "bin" / "toy")]).strip()}}
+
+    def facts(self, record: object) -> Facts:
+        assert isinstance(record, dict)
+        return Facts(record["toy"]["version"], "cc", "", "", "")
+
+    def install_of(self, bindir: Path, source: str, provenance: dict[str, object]) -> Install:
+        return Install(bindir, str(provenance["version"]), source, provenance)
+
+    def train(self, run: TrainingRun) -> None:
+        self.trained.append(run.install_dir)
+        subprocess.run([run.install_dir / "bin" / "toy"], check=True, capture_output=True)
+
+
+def _toy_tree(path: Path) -> SourceTree:
+    path.mkdir(parents=True)
+    (path / "Makefile").write_text(TOY_MAKEFILE)
+    (path / "toy.c").write_text(TOY_C)
+    return SourceTree(f"dir:{path}", "dir", path, "1.0", "dir:sha256:" + "1" * 64)
+
+
+def test_a_recipe_of_another_kind_is_built_cached_and_profiled(tmp_path: Path) -> None:
+    toy, tree, root = ToyRecipe(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    o1 = Variant("o1", cflags=("-O1",))
+    rec = Recorder()
+    b = cache.build(toy, tree, o1, root, log=rec.log, progress=rec.on_progress)
+    assert b.name == f"toy-1.0-o1-{b.key[:12]}" and b.engine == "toy"
+    assert subprocess.run([b.bindir / "toy"], capture_output=True, text=True, check=True).stdout == "toy 1.0\n"
+    assert b.configure_command == ("cp", "-a", f"{tree.path}/.", ".")
+    assert b.metadata["objects"] == 1 and b.metadata["toy"] == {"version": "toy 1.0"}
+    assert b.install.provenance["version"] == "toy 1.0" and b.install.source == tree.spec
+    assert [f for f, _ in rec.progress][-1] == 1.0
+    assert cache.find(toy, tree, o1, root) == b
+    assert cache.list_builds(root, toy) == [b]
+    assert cache.list_builds(root, RECIPE) == []  # a Postgres recipe sees no toy build
+    assert cache.cache_key(toy, tree, o1, compiler_for(o1)) != cache.cache_key(RECIPE, tree, o1, compiler_for(o1))
+
+    pgo = cache.build(toy, tree, Variant("pgo", cflags=("-O2",), pgo=True), root)
+    assert len(toy.trained) == 1 and not toy.trained[0].exists()  # the instrumented install was scratch
+    assert pgo.metadata["pgo"]["profile_files"] >= 1 and not pgo.ccache
+    assert "-fprofile-use=" in " ".join(pgo.configure_command) or "-fprofile-use=" in pgo.log_path.read_text()
+
+    bad = Variant("bad", cflags=("-fno-such-flag",))
+    with pytest.raises(DbsweepError, match="failed: make exited with code") as info:
+        cache.build(toy, tree, bad, root)
+    assert "-fno-such-flag" in str(info.value)
+    assert [p.name for p in (root / "failed").iterdir()] == [
+        f"toy-1.0-bad-{cache.cache_key(toy, tree, bad, compiler_for(bad))[:12]}.log"
+    ]
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]

@@ -1,0 +1,98 @@
+"""Instructions per operation, without valgrind running: which builds valgrind cannot run, the clear errors
+before anything starts, and reading valgrind's output files. Under valgrind: e2e/test_instructions.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbsweep.engines.postgres import Install
+from dbsweep.engines.registry import engine_named
+from dbsweep.errors import DbsweepError
+from dbsweep.measure import instructions
+from dbsweep.measure.instructions import instructions_per_op, read_ir, unrunnable_flags
+from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
+
+SUITE = Sysbench(SysbenchSettings(rows=1000))
+
+
+def _measure(install: Install, home: Path) -> None:
+    engine = engine_named("postgres")
+    instructions_per_op(
+        engine,
+        install,
+        "",
+        home,
+        step="point-query_range=100",
+        load=[SUITE.command("load", 1)],
+        run=lambda seconds: SUITE.instruction_command("point-query_range=100", seconds),
+        tables=SUITE.tables(),
+    )
+
+
+def test_march_native_is_refused_before_anything_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = Install(
+        bindir=tmp_path / "no-such-install" / "bin",
+        version="postgres (PostgreSQL) 15.18",
+        source="git:REL_15_STABLE",
+        provenance={"cflags": "-O3 -march=native -flto"},
+    )
+    monkeypatch.setattr(instructions, "host_cpu_flags", lambda: {"sse4_2", "avx2", "avx512f"})
+    monkeypatch.setattr(instructions, "valgrind_version", lambda: "valgrind-3.19.0")
+    with pytest.raises(DbsweepError, match=r"built with -march=native, which emits AVX-512 instructions"):
+        _measure(fake, tmp_path / "srv")
+    assert not (tmp_path / "srv").exists()
+
+
+def test_which_flags_valgrind_cannot_run() -> None:
+    avx512 = {"avx2", "avx512f", "avx512bw"}
+    assert unrunnable_flags("-O2 -g -fno-omit-frame-pointer", avx512) is None
+    assert unrunnable_flags("-O3 -march=x86-64-v3", avx512) is None
+    assert unrunnable_flags("-O3 -march=native", {"avx2"}) is None  # no AVX-512 on this CPU: native is fine
+    assert unrunnable_flags("-O3 -march=native", avx512) == "-march=native"
+    assert unrunnable_flags("'CFLAGS=-O2 -march=x86-64-v4'", set()) == "-march=x86-64-v4"
+    assert unrunnable_flags("-march=skylake-avx512 -O2", set()) == "-march=skylake-avx512"
+    assert unrunnable_flags("-O2 -mavx512f", set()) == "-mavx512f"
+    # Debian's own build is fine (its flags, here the unit tests' stand-in's).
+    engine = engine_named("postgres")
+    instructions.check_runnable(engine, engine.system_install("system"))
+
+
+def test_the_engine_says_what_an_install_was_compiled_with(tmp_path: Path) -> None:
+    engine = engine_named("postgres")
+    built = Install(tmp_path / "bin", "postgres (PostgreSQL) 15.18", "15.18", provenance={"cflags": "-O3 -flto"})
+    assert "-O3 -flto" in engine.compile_flags(built)  # no pg_config there: the recorded provenance
+    system = engine.compile_flags(engine.system_install("system"))
+    assert "-O2" in system and "--enable-debug" in system  # pg_config's CFLAGS and configure line
+
+
+def test_missing_valgrind_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions.shutil, "which", lambda _name: None)
+    with pytest.raises(DbsweepError, match="needs valgrind, which is not installed"):
+        _measure(engine_named("postgres").system_install("system"), tmp_path / "srv")
+    assert not (tmp_path / "srv").exists()
+
+
+def test_durations_and_repeats_are_checked_first(tmp_path: Path) -> None:
+    engine = engine_named("postgres")
+    install = engine.system_install("system")
+    common = {"step": "s", "load": [], "run": lambda _s: [], "tables": []}
+    with pytest.raises(DbsweepError, match="need 0 < short_seconds < long_seconds, not 3 and 3"):
+        instructions_per_op(engine, install, "", tmp_path, short_seconds=3, long_seconds=3, **common)  # type: ignore[arg-type]
+    with pytest.raises(DbsweepError, match="repeats must be at least 1, not 0"):
+        instructions_per_op(engine, install, "", tmp_path, repeats=0, **common)  # type: ignore[arg-type]
+    with pytest.raises(DbsweepError, match="unknown valgrind tool 'massif'"):
+        instructions.valgrind_wrapper("massif", tmp_path)  # type: ignore[arg-type]
+
+
+def test_read_ir_waits_for_the_totals(tmp_path: Path) -> None:
+    cg = tmp_path / "cg.123"
+    cg.write_text("desc: x\ncmd: postgres\nevents: Ir\nfl=a.c\nfn=f\n1 5\n")
+    assert read_ir(cg) is None  # still being written
+    cg.write_text(cg.read_text() + "summary: 987654321\n")
+    assert read_ir(cg) == 987654321
+    callgrind = tmp_path / "callgrind.124"
+    callgrind.write_text("version: 1\nevents: Ir\nsummary: 5\nfn=f\n1 5\n\ntotals: 77\n")
+    assert read_ir(callgrind) == 77
+    assert read_ir(tmp_path / "absent") is None

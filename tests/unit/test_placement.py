@@ -1,0 +1,53 @@
+"""CPU placement: the assignment for each choice, pinning real processes, and a bad choice refused."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dbsweep import placement, procs
+
+from ..conftest import write_study
+from .conftest import cli
+
+
+def test_assignments() -> None:
+    assert placement.assign("none", {0, 1}) == placement.Cpus("none", None, None)
+    assert placement.assign("same", {0, 1}) == placement.Cpus("same", frozenset({1}), frozenset({1}))
+    assert placement.assign("split", {0, 1, 2, 3}) == placement.Cpus("split", frozenset({0, 1, 2}), frozenset({3}))
+    with pytest.raises(ValueError, match="needs two CPUs"):
+        placement.assign("split", {0})
+
+
+def test_spawned_child_and_a_whole_tree_are_pinned() -> None:
+    cpu = max(os.sched_getaffinity(0))
+    # A parent that forks a child, both sleeping: pin_tree must reach both.
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\nelse:\n    time.sleep(30)\n"
+    with procs.cleanup_on_exit():
+        tree = procs.spawn([sys.executable, "-c", code])
+        pinned_child = procs.spawn([sys.executable, "-c", "import time; time.sleep(30)"], cpus=frozenset({cpu}))
+        try:
+            deadline = time.monotonic() + 10
+            root = psutil.Process(tree.pid)
+            while not root.children() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert placement.pin_tree(tree.pid, frozenset({cpu})) == 2
+            assert root.cpu_affinity() == [cpu]
+            assert [c.cpu_affinity() for c in root.children()] == [[cpu]]
+            assert psutil.Process(pinned_child.pid).cpu_affinity() == [cpu]
+        finally:
+            procs.terminate(tree)
+            procs.terminate(pinned_child)
+
+
+def test_bad_placement_is_a_study_error(tmp_path: Path) -> None:
+    study = write_study(tmp_path)
+    study.write_text(study.read_text() + '\n[measure]\nplacement = "numa"\n')
+    r = cli("validate", study)
+    assert r.returncode == 2
+    assert "measure.placement: 'numa' is not allowed" in r.stdout + r.stderr
