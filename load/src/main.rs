@@ -9,6 +9,7 @@ mod suites;
 
 use clap::Parser;
 use driver::pg::PgDriver;
+use driver::sqlite::SqliteDriver;
 use driver::Driver;
 use options::{Cli, Command, Engine};
 use output::{emit, ErrorLine};
@@ -63,7 +64,8 @@ fn main() {
             Ok(())
         }
         Command::Sysbench { target, .. } | Command::Ibench { target, .. } => match target.engine {
-            Engine::Postgres => run_step(&PgDriver::new(target.endpoint()), &cli.command),
+            Engine::Postgres => target.postgres().and_then(|e| run_step(&PgDriver::new(e), &cli.command)),
+            Engine::Sqlite => target.sqlite().and_then(SqliteDriver::new).and_then(|d| run_step(&d, &cli.command)),
         },
     };
     if let Err(message) = result {

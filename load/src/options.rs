@@ -1,8 +1,11 @@
 //! The command line: `dbsweep-load sysbench STEP`, `dbsweep-load ibench STEP`, `dbsweep-load list`.
 
+use crate::driver::sqlite::{self, DEFAULT_BUSY_TIMEOUT_MS};
 use crate::driver::Endpoint;
 use crate::suites::{ibench, sysbench};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "dbsweep-load", version, about = "Native load client of dbsweep: one benchmark step, JSON lines out")]
@@ -47,7 +50,10 @@ pub enum Command {
 /// The engines this client has a driver for.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq)]
 pub enum Engine {
+    /// A Postgres server (--host, --port, --user, --dbname).
     Postgres,
+    /// An SQLite library opened in this process (--library, --database, --pragma, ...).
+    Sqlite,
 }
 
 /// Which engine, where and how to connect. The password comes from the environment so it never
@@ -56,7 +62,7 @@ pub enum Engine {
 pub struct Target {
     #[arg(long, value_enum, default_value_t = Engine::Postgres)]
     pub engine: Engine,
-    /// Host name, IP address, or the directory of the server's Unix socket.
+    /// postgres: host name, IP address, or the directory of the server's Unix socket.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     #[arg(long, default_value_t = 5432)]
@@ -68,6 +74,22 @@ pub struct Target {
     /// Password (read from the environment only).
     #[arg(long = "password-env-unused", env = "DBSWEEP_PGPASSWORD", hide = true, default_value = "")]
     pub password: String,
+    /// sqlite: the SQLite shared library to open (e.g. the libsqlite3.so of the build to measure).
+    #[arg(long, value_name = "PATH")]
+    pub library: Option<PathBuf>,
+    /// sqlite: the database file (created when missing).
+    #[arg(long, value_name = "PATH")]
+    pub database: Option<PathBuf>,
+    /// sqlite: `PRAGMA NAME=VALUE` on every connection right after it opens, in the order given (repeatable).
+    #[arg(long = "pragma", value_name = "NAME=VALUE")]
+    pub pragmas: Vec<String>,
+    /// sqlite: how long a statement waits for a lock before it fails with SQLITE_BUSY, ms (10000).
+    #[arg(long, value_name = "MS")]
+    pub busy_timeout_ms: Option<u64>,
+    /// sqlite: every connection reads every table and index once when it opens, so its page cache
+    /// starts warm.
+    #[arg(long)]
+    pub prewarm: bool,
 }
 
 impl Target {
@@ -79,6 +101,49 @@ impl Target {
             dbname: self.dbname.clone(),
             password: self.password.clone(),
         }
+    }
+
+    /// The options given that only SQLite takes.
+    fn sqlite_options(&self) -> Vec<&'static str> {
+        [
+            ("--library", self.library.is_some()),
+            ("--database", self.database.is_some()),
+            ("--pragma", !self.pragmas.is_empty()),
+            ("--busy-timeout-ms", self.busy_timeout_ms.is_some()),
+            ("--prewarm", self.prewarm),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+
+    /// Postgres's endpoint, or a usage error when SQLite's options were given.
+    pub fn postgres(&self) -> Result<Endpoint, String> {
+        let given = self.sqlite_options();
+        if !given.is_empty() {
+            return Err(format!("{} are options of --engine sqlite, not of postgres", given.join(", ")));
+        }
+        Ok(self.endpoint())
+    }
+
+    /// How to open the SQLite database, or a usage error in one sentence.
+    pub fn sqlite(&self) -> Result<sqlite::Config, String> {
+        let library = self
+            .library
+            .clone()
+            .ok_or_else(|| "--engine sqlite needs --library PATH, the SQLite shared library to open".to_string())?;
+        let database = self
+            .database
+            .clone()
+            .ok_or_else(|| "--engine sqlite needs --database PATH, the database file".to_string())?;
+        let pragmas = self.pragmas.iter().map(|p| sqlite::parse_pragma(p)).collect::<Result<_, _>>()?;
+        Ok(sqlite::Config {
+            library,
+            database,
+            pragmas,
+            busy_timeout: Duration::from_millis(self.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS)),
+            prewarm: self.prewarm,
+        })
     }
 }
 
@@ -120,5 +185,70 @@ mod tests {
         assert!(parse(&["run", "point-query"]).is_err());
         assert!(parse(&["prepare"]).is_err());
         assert!(parse(&["sysbench", "point-query", "--engine", "oracle"]).is_err());
+    }
+
+    fn target(args: &[&str]) -> Target {
+        let mut all = vec!["sysbench", "point-query"];
+        all.extend(args);
+        match parse(&all).unwrap().command {
+            Command::Sysbench { target, .. } => target,
+            _ => panic!("not sysbench"),
+        }
+    }
+
+    #[test]
+    fn sqlite_options() {
+        let t = target(&[
+            "--engine",
+            "sqlite",
+            "--library",
+            "/lib/libsqlite3.so",
+            "--database",
+            "/tmp/x.db",
+            "--pragma",
+            "journal_mode=wal",
+            "--pragma",
+            "main.cache_size = -200000",
+            "--prewarm",
+        ]);
+        assert_eq!(t.engine, Engine::Sqlite);
+        let c = t.sqlite().unwrap();
+        assert_eq!(c.library, PathBuf::from("/lib/libsqlite3.so"));
+        assert_eq!(c.database, PathBuf::from("/tmp/x.db"));
+        assert_eq!(
+            c.pragmas,
+            [("journal_mode".to_string(), "wal".to_string()), ("main.cache_size".to_string(), "-200000".to_string())]
+        );
+        assert_eq!((c.busy_timeout, c.prewarm), (Duration::from_secs(10), true));
+        assert_eq!(
+            target(&["--engine", "sqlite", "--library", "l", "--database", "d", "--busy-timeout-ms", "250"])
+                .sqlite()
+                .unwrap()
+                .busy_timeout,
+            Duration::from_millis(250)
+        );
+        // What is missing or wrong is one sentence.
+        assert_eq!(
+            target(&["--engine", "sqlite", "--database", "d"]).sqlite().unwrap_err(),
+            "--engine sqlite needs --library PATH, the SQLite shared library to open"
+        );
+        assert_eq!(
+            target(&["--engine", "sqlite", "--library", "l"]).sqlite().unwrap_err(),
+            "--engine sqlite needs --database PATH, the database file"
+        );
+        let bad =
+            |p: &str| target(&["--engine", "sqlite", "--library", "l", "--database", "d", "--pragma", p]).sqlite();
+        assert!(bad("journal_mode").unwrap_err().contains("the form is --pragma NAME=VALUE"));
+        assert!(bad("journal mode=wal").unwrap_err().contains("not a pragma's name"));
+        assert!(bad("synchronous=").unwrap_err().contains("no value"));
+        assert!(bad("synchronous=1; DROP TABLE sbtest1").unwrap_err().contains("';'"));
+        assert!(bad("busy_timeout=5").unwrap_err().contains("--busy-timeout-ms"));
+        // Postgres keeps its options and refuses SQLite's.
+        let pg = target(&["--port", "5433"]);
+        assert_eq!(pg.postgres().unwrap().port, 5433);
+        assert_eq!(
+            target(&["--library", "l", "--prewarm"]).postgres().unwrap_err(),
+            "--library, --prewarm are options of --engine sqlite, not of postgres"
+        );
     }
 }

@@ -43,6 +43,27 @@ pub struct Counts {
     pub tps: f64,
 }
 
+/// What every step's `detail` says of the engine's side (flattened into it):
+///
+/// * `lock_waits`: statements that waited for a lock at least once (SQLite's busy handler), summed
+///   over the step's connections; `lock_wait_s`: the seconds they waited. Always 0 for Postgres,
+///   whose waits happen in the server.
+/// * `engine_library`: an embedded engine's library, `{"path", "version", "source_id"}` (SQLite:
+///   the file opened, sqlite3_libversion(), sqlite3_sourceid()); absent for Postgres.
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct EngineDetail {
+    pub lock_waits: u64,
+    pub lock_wait_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_library: Option<serde_json::Value>,
+}
+
+impl EngineDetail {
+    pub fn new(library: Option<serde_json::Value>, waits: crate::driver::LockWaits) -> EngineDetail {
+        EngineDetail { lock_waits: waits.statements, lock_wait_s: waits.seconds, engine_library: library }
+    }
+}
+
 /// The client process's own resource use during a step.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ClientUsage {
@@ -80,12 +101,14 @@ pub struct ClientUsage {
 ///   deflated, base64, µs): sysbench's events (for prepare its INSERT statements), the Insert
 ///   Benchmark's insert statements in load steps and its queries in read-write steps.
 /// * `errors`: failed statements (or events) by kind, "sqlstate-XXXXX" when the server gave one,
+///   SQLite's result code in lower case (sqlite_busy, sqlite_constraint_primarykey, ...),
 ///   else "connection-closed" or "client"; `error_count` their sum; `error_samples` up to five
 ///   distinct messages.
 /// * `client_cpu_user_s`, `client_cpu_sys_s`: this process's CPU seconds over `seconds`;
 ///   `client_max_rss_kb` its peak resident memory, KB.
 /// * `ended_early`: null when every connection lasted to the end; else how many connections were
-///   lost during the step (I/O error, EOF or reset, or a FATAL from the server), the seconds from
+///   lost during the step (I/O error, EOF or reset, or a FATAL from the server; for SQLite an error
+///   that leaves the database unusable: SQLITE_CORRUPT, _NOTADB, _IOERR*, _FULL, _CANTOPEN), the seconds from
 ///   the step's start (the per-second lines' origin, warm-up included) to the first loss, and its
 ///   reason ("SQLSTATE: message" or "connection closed: ..."). Such a step measured less than it
 ///   was asked to.

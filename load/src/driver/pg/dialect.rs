@@ -14,7 +14,7 @@ impl Dialect for PgDialect {
     }
 
     /// As sysbench's pgsql driver creates it: id SERIAL.
-    fn create_sbtest(&self, table: &str, primary_key: bool) -> Vec<String> {
+    fn create_sbtest(&self, table: &str, primary_key: bool) -> Result<Vec<String>, String> {
         let key = if primary_key { ", PRIMARY KEY (id)" } else { "" };
         let mut s = vec![format!(
             "CREATE TABLE {table} (id SERIAL, k INTEGER NOT NULL DEFAULT 0, \
@@ -24,7 +24,7 @@ impl Dialect for PgDialect {
             let n = table.trim_start_matches(|c: char| !c.is_ascii_digit());
             s.push(self.create_index(&format!("xid{n}"), table, "id"));
         }
-        s
+        Ok(s)
     }
 
     fn create_pi(&self, table: &str) -> String {
@@ -52,6 +52,11 @@ impl Dialect for PgDialect {
     fn list_tables(&self, prefix: &str) -> String {
         format!("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^{prefix}[0-9]+$'")
     }
+
+    /// An INT column rounds a numeric on assignment (12.5 becomes 13).
+    fn int_column_rounds_decimals(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -67,11 +72,11 @@ mod tests {
         d.placeholder(9, &mut p);
         assert_eq!(p, "$1 $10");
         assert_eq!(
-            d.create_sbtest("sbtest3", true),
+            d.create_sbtest("sbtest3", true).unwrap(),
             ["CREATE TABLE sbtest3 (id SERIAL, k INTEGER NOT NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', \
               pad CHAR(60) NOT NULL DEFAULT '', PRIMARY KEY (id))"]
         );
-        let no_pk = d.create_sbtest("sbtest12", false);
+        let no_pk = d.create_sbtest("sbtest12", false).unwrap();
         assert!(no_pk[0].ends_with("pad CHAR(60) NOT NULL DEFAULT '')"));
         assert_eq!(no_pk[1], "CREATE INDEX xid12 ON sbtest12 (id)");
         assert_eq!(d.pi_id_cache("pi2").unwrap(), "ALTER SEQUENCE pi2_transactionid_seq CACHE 1000");
@@ -81,5 +86,6 @@ mod tests {
             d.list_tables("pi"),
             "SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname ~ '^pi[0-9]+$'"
         );
+        assert!(d.int_column_rounds_decimals());
     }
 }

@@ -14,9 +14,10 @@ pub mod rows;
 pub mod sql;
 
 use crate::driver::lost::{EndedEarly, LOST};
+use crate::driver::LockWaits;
 use crate::driver::{describe, existing_tables, Dialect, Driver, Session};
 use crate::output::emit;
-use crate::output::summary::{ClientUsage, Counts, OpsName, Suite, Summary};
+use crate::output::summary::{ClientUsage, Counts, EngineDetail, OpsName, Suite, Summary};
 use crate::output::tally::Tally;
 use crate::output::usage::{own_cpu, own_max_rss_kb};
 use clap::Args;
@@ -222,6 +223,7 @@ impl Plan {
             deletes: self.deletes,
             query: self.query,
             seed: self.seed.wrapping_add(index as u64 + 1),
+            whole_price: false,
         }
     }
 
@@ -233,7 +235,7 @@ impl Plan {
             create_table: li0.then(|| d.create_pi(&t)),
             alter_sequence: if li0 { d.pi_id_cache(&t) } else { None },
             create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t, d).map(|(_, s)| s).to_vec()),
-            insert: sql::insert_shape(&t, self.rows_per_commit),
+            insert: sql::insert_shape(&t, self.rows_per_commit, d),
             delete: self.deletes.then(|| d.pi_delete_oldest(&t)),
             min_id: (self.deletes || self.query == Some(QueryMode::Point)).then(|| sql::min_id(&t)),
             range_queries: (self.query == Some(QueryMode::Range))
@@ -311,7 +313,7 @@ pub struct ErrorsByOp {
 /// le_1ms, le_4ms, le_16ms, le_64ms, le_256ms, le_1s, le_4s, le_16s, gt_16s}); `maxop_s` (the
 /// main operation's slowest, in seconds); `errors_by_op` ({insert, delete, query});
 /// `rows_after` ({table: count(*) after the step}, load steps only); `sql` (the statements, see
-/// StepSql). A thread whose connection is lost stops: a client without its inserter stops, and a
+/// StepSql); `lock_waits`, `lock_wait_s` and (SQLite) `engine_library`, see EngineDetail. A thread whose connection is lost stops: a client without its inserter stops, and a
 /// read-write step whose query threads are all gone ends; after a loss l.x builds no indexes and
 /// no rows are counted (`index_seconds`, `indexed_rows` and `rows_after` are null, and the
 /// envelope's `operations` for l.x falls back to the inserted rows, as `ips` does).
@@ -345,6 +347,9 @@ pub struct IbenchDetail {
     errors_by_op: ErrorsByOp,
     rows_after: Option<BTreeMap<String, u64>>,
     sql: StepSql,
+    /// lock_waits, lock_wait_s (over the inserter, deleter, generator and query sessions), engine_library.
+    #[serde(flatten)]
+    engine: EngineDetail,
 }
 
 /// What the step's thread hands back.
@@ -529,7 +534,7 @@ pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), Stri
             e.connections_lost, e.at_s, e.reason
         );
     }
-    emit(&summarize(&plan, dialect, out, &samples, ended_early));
+    emit(&summarize(&plan, dialect, out, &samples, ended_early, driver.describe()));
     Ok(())
 }
 
@@ -539,6 +544,7 @@ fn summarize(
     out: Outcome,
     samples: &report::Samples,
     ended_early: Option<EndedEarly>,
+    library: Option<serde_json::Value>,
 ) -> Summary<IbenchDetail> {
     let r = &out.result;
     let secs = out.seconds.max(1e-9);
@@ -553,8 +559,10 @@ fn summarize(
     let achieved = inserted as f64 / out.insert_seconds.max(1e-9);
     let main = if plan.query.is_some() { &r.query } else { &r.insert };
     let mut errors = Tally::new();
+    let mut waits = LockWaits::default();
     for op in [&r.insert, &r.delete, &r.query] {
         errors.merge_errors(&op.tally);
+        waits.add(op.lock_waits);
     }
     let used_kinds: BTreeMap<&'static str, KindCount> = match plan.query {
         Some(QueryMode::Range) => sql::RANGE_QUERIES.iter().map(|q| q.kind).zip(out.kinds).collect(),
@@ -608,6 +616,7 @@ fn summarize(
         },
         rows_after: out.rows_after,
         sql: plan.sql(dialect),
+        engine: EngineDetail::new(library, waits),
     };
     Summary::new(Suite::Ibench, plan.name, counts, detail)
         .latency(&main.tally.latency)
@@ -702,7 +711,7 @@ mod tests {
     fn envelope(step: &str, o: Options, out: Outcome) -> serde_json::Value {
         let plan = Plan::new(step, &o).unwrap();
         let samples = report::Samples { ips: vec![500.0; 10], dps: vec![0.0; 10], qps: vec![50.0; 10] };
-        let s = summarize(&plan, &crate::driver::pg::DIALECT, out, &samples, None);
+        let s = summarize(&plan, &crate::driver::pg::DIALECT, out, &samples, None, None);
         crate::output::summary::check_envelope(&s)
     }
 
@@ -742,6 +751,8 @@ mod tests {
         assert!(d["sql"]["create_table"].as_str().unwrap().starts_with("CREATE TABLE pi1 "));
         assert!(d["sql"]["alter_sequence"].is_string());
         assert_eq!(d["latency"]["insert"]["statements"], 100);
+        assert_eq!((&d["lock_waits"], &d["lock_wait_s"]), (&serde_json::json!(0), &serde_json::json!(0.0)));
+        assert!(d.get("engine_library").is_none());
         assert_eq!(d["rate_percentiles"]["ips"]["p99"], 500.0);
     }
 

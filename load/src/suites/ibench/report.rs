@@ -3,7 +3,7 @@
 //! lines (methodology §2.9), and the low-tail percentiles of per-second rates
 //! (§3.2).
 
-use crate::driver::{describe, error_kind, DbError};
+use crate::driver::{describe, error_kind, DbError, LockWaits};
 use crate::output::emit;
 use crate::output::histogram::{encode_histogram, Latency};
 use crate::output::seconds::{self, Live};
@@ -71,11 +71,13 @@ pub struct OpStats {
     /// events = statements that succeeded, rows = rows they inserted, deleted or returned.
     pub tally: Tally,
     pub buckets: Buckets,
+    /// The lock waits of the thread's session.
+    pub lock_waits: LockWaits,
 }
 
 impl OpStats {
     pub fn new() -> OpStats {
-        OpStats { tally: Tally::new(), buckets: Buckets::default() }
+        OpStats { tally: Tally::new(), buckets: Buckets::default(), lock_waits: LockWaits::default() }
     }
 
     #[inline]
@@ -96,6 +98,7 @@ impl OpStats {
 
     pub fn merge(&mut self, other: OpStats) {
         self.buckets.merge(&other.buckets);
+        self.lock_waits.add(other.lock_waits);
         self.tally.merge(other.tally);
     }
 

@@ -50,6 +50,8 @@ pub struct ClientPlan {
     pub query: Option<QueryMode>,
     /// The step's seed plus the client number.
     pub seed: u64,
+    /// Write the price as a rounded integer (the engine would keep a decimal in the INT column).
+    pub whole_price: bool,
 }
 
 /// A delete of `rows` rows from id `from` up.
@@ -137,8 +139,9 @@ fn read_id<S: Session>(conn: &mut S, sql: &str) -> Result<Option<i64>, DbError> 
 
 impl<S: Session> Client<S> {
     /// Opens and prepares every connection the plan needs, so the clock starts with all of them ready.
-    pub fn connect<D: Driver<Session = S>>(driver: &D, plan: ClientPlan) -> Result<Client<S>, String> {
+    pub fn connect<D: Driver<Session = S>>(driver: &D, mut plan: ClientPlan) -> Result<Client<S>, String> {
         let dialect = driver.dialect();
+        plan.whole_price = !dialect.int_column_rounds_decimals();
         let t = &plan.table;
         let fail = |what: &str, e: DbError| format!("client {}: {what}: {}", plan.index + 1, describe(&e));
         let insert = driver.connect()?;
@@ -271,7 +274,7 @@ fn generate<S: Session>(
     live: &ClientLive,
 ) -> OpStats {
     let mut errors = OpStats::new();
-    let mut rows = RowGen::new(plan.seed, filler);
+    let mut rows = RowGen::new(plan.seed, filler).whole_price(plan.whole_price);
     let mut pacer = plan.rate.map(|r| Pacer::new(start, r));
     let prefix = sql::insert_prefix(&plan.table);
     let min_sql = sql::min_id(&plan.table);
@@ -317,6 +320,9 @@ fn generate<S: Session>(
             }
         }
     }
+    if let Some(c) = &conn {
+        errors.lock_waits = c.lock_waits();
+    }
     errors
 }
 
@@ -356,6 +362,7 @@ fn insert_loop<S: Session>(
             break;
         }
     }
+    st.lock_waits = conn.lock_waits();
     (st, Instant::now())
 }
 
@@ -373,6 +380,7 @@ fn delete_loop<S: Session>(mut conn: S, rx: Receiver<Delete>, live: &ClientLive)
             break;
         }
     }
+    st.lock_waits = conn.lock_waits();
     st
 }
 
@@ -434,5 +442,6 @@ fn query_loop<S: Session>(
             break;
         }
     }
+    st.lock_waits = conn.lock_waits();
     (st, kinds)
 }

@@ -43,12 +43,27 @@ pub struct RowGen {
     /// The second `stamp` was made for, so the local time is formatted once per second.
     stamp_sec: i64,
     stamp: String,
+    /// Write the price rounded to an integer instead of with two decimals.
+    whole_price: bool,
 }
 
 impl RowGen {
     pub fn new(seed: u64, filler: Arc<str>) -> RowGen {
         assert!(filler.len() > DATA_LEN_MAX && filler.is_ascii(), "the filler is ASCII, longer than a value");
-        RowGen { rng: SmallRng::seed_from_u64(seed), filler, stamp_sec: i64::MIN, stamp: String::new() }
+        RowGen {
+            rng: SmallRng::seed_from_u64(seed),
+            filler,
+            stamp_sec: i64::MIN,
+            stamp: String::new(),
+            whole_price: false,
+        }
+    }
+
+    /// Writes each price as the integer an INT column that rounds would store (12.50 as 13), for an
+    /// engine that keeps a decimal in an INT column. The random values drawn stay the same.
+    pub fn whole_price(mut self, yes: bool) -> RowGen {
+        self.whole_price = yes;
+        self
     }
 
     /// Appends one data value: L uniform in [10, 20], 'a' then random_len(L) characters of the filler.
@@ -87,10 +102,15 @@ impl RowGen {
             out.push(',');
             // Uniform in [0, 500) with two decimals; the INT column rounds it on assignment.
             let cents = self.rng.gen_range(0..MAX_PRICE * 100);
-            push_uint(out, cents / 100);
-            out.push('.');
-            out.push(char::from(b'0' + (cents % 100 / 10) as u8));
-            out.push(char::from(b'0' + (cents % 10) as u8));
+            if self.whole_price {
+                // Rounded half away from zero, as Postgres rounds a numeric into an integer.
+                push_uint(out, (cents + 50) / 100);
+            } else {
+                push_uint(out, cents / 100);
+                out.push('.');
+                out.push(char::from(b'0' + (cents % 100 / 10) as u8));
+                out.push(char::from(b'0' + (cents % 10) as u8));
+            }
             out.push_str(",'");
             self.push_data(out);
             out.push_str("')");
@@ -211,6 +231,39 @@ mod tests {
         assert_eq!(x, y);
         RowGen::new(6, f).write_insert("I ", 50, 1_700_000_000, &mut y);
         assert_ne!(x, y);
+    }
+
+    #[test]
+    fn whole_prices_are_the_rounded_decimals() {
+        let f = filler(3, 1024);
+        let (mut x, mut y) = (String::new(), String::new());
+        RowGen::new(5, f.clone()).write_insert("I ", 500, 1_700_000_000, &mut x);
+        RowGen::new(5, f).whole_price(true).write_insert("I ", 500, 1_700_000_000, &mut y);
+        let prices = |sql: &str| -> Vec<String> {
+            sql.trim_start_matches("I ").split("),(").map(|r| fields(r)[4].to_string()).collect()
+        };
+        let (dec, whole) = (prices(&x), prices(&y));
+        assert_eq!(dec.len(), 500);
+        for (d, w) in dec.iter().zip(&whole) {
+            let (units, cents) = d.split_once('.').unwrap();
+            let want = units.parse::<u32>().unwrap() + u32::from(cents.parse::<u32>().unwrap() >= 50);
+            assert_eq!(w, &want.to_string(), "{d}");
+        }
+        // Everything else is the same text.
+        let rest = |sql: &str| -> Vec<String> {
+            sql.split("),(")
+                .map(|r| {
+                    fields(r)
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != 4)
+                        .map(|(_, f)| f.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect()
+        };
+        assert_eq!(rest(&x), rest(&y));
     }
 
     #[test]

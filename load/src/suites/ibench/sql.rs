@@ -32,10 +32,12 @@ pub fn insert_prefix(t: &str) -> String {
     format!("INSERT INTO {t} ({INSERT_COLUMNS}) VALUES ")
 }
 
-/// The shape of an INSERT of `rows` rows, for the report (the client writes the values as literals).
-pub fn insert_shape(t: &str, rows: u64) -> String {
+/// The shape of an INSERT of `rows` rows, for the report (the client writes the values as literals:
+/// the price with two decimals where the engine's INT column rounds them, else as an integer).
+pub fn insert_shape(t: &str, rows: u64, d: &dyn Dialect) -> String {
+    let price = if d.int_column_rounds_decimals() { "price.dd" } else { "price" };
     format!(
-        "{}('YYYY-MM-DD HH:MM:SS',cashregisterid,customerid,productid,price.dd,'data'),... ({rows} rows)",
+        "{}('YYYY-MM-DD HH:MM:SS',cashregisterid,customerid,productid,{price},'data'),... ({rows} rows)",
         insert_prefix(t)
     )
 }
@@ -145,5 +147,18 @@ mod tests {
             create_indexes("pi3", &DIALECT)[2].1,
             "CREATE INDEX pi3_pdc ON pi3 (price, dateandtime, customerid)"
         );
+        assert_eq!(
+            insert_shape("pi1", 50, &DIALECT),
+            "INSERT INTO pi1 (dateandtime,cashregisterid,customerid,productid,price,data) VALUES \
+             ('YYYY-MM-DD HH:MM:SS',cashregisterid,customerid,productid,price.dd,'data'),... (50 rows)"
+        );
+        let lite = &crate::driver::sqlite::DIALECT;
+        assert!(insert_shape("pi1", 50, lite).contains(",productid,price,'data'),"));
+        assert_eq!(
+            point_query("pi1", lite),
+            "SELECT transactionid, productid, data FROM pi1 WHERE transactionid IN \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        );
+        assert!(RANGE_QUERIES[1].sql("pi1", lite).contains("WHERE productid >= ?1 ORDER BY"));
     }
 }

@@ -4,10 +4,10 @@
 use super::gen::{Domain, Value};
 use super::{Pick, Shape, Workload};
 use crate::driver::lost::{EndedEarly, LOST};
-use crate::driver::{describe, error_kind, existing_tables, DbError, Dialect, Driver, Session};
+use crate::driver::{describe, error_kind, existing_tables, DbError, Dialect, Driver, LockWaits, Session};
 use crate::output::emit;
 use crate::output::seconds::{report_seconds, Live, Phase};
-use crate::output::summary::{ClientUsage, Counts, OpsName, Suite, Summary};
+use crate::output::summary::{ClientUsage, Counts, EngineDetail, OpsName, Suite, Summary};
 use crate::output::tally::Tally;
 use crate::output::usage::{own_cpu, own_max_rss_kb};
 use rand::rngs::SmallRng;
@@ -51,7 +51,8 @@ impl RunOpts {
 /// `seconds` in the envelope is the measured time: from the end of the warm-up to the end of the
 /// step (0 when the step ended during the warm-up), and `qps` (= the envelope's `rate`, except for
 /// the scan) and `tps` are per measured second. A client whose connection is lost stops; when all
-/// have, the step ends at once, so `seconds` is then shorter than asked.
+/// have, the step ends at once, so `seconds` is then shorter than asked. `lock_waits` and
+/// `lock_wait_s` (see EngineDetail) count the whole step, warm-up included.
 #[derive(Serialize, Debug)]
 pub struct RunDetail {
     pub workload: &'static str,
@@ -83,6 +84,9 @@ pub struct RunDetail {
     /// scan only: rows per table / mean scan latency in ms (§1.7), i.e. thousands of rows per second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan_krows_per_sec: Option<f64>,
+    /// lock_waits, lock_wait_s, engine_library.
+    #[serde(flatten)]
+    pub engine: EngineDetail,
 }
 
 /// The summary of a microbenchmark from the merged tally: `seconds` measured, `usage` over them.
@@ -93,6 +97,7 @@ pub fn summary(
     seconds: f64,
     usage: ClientUsage,
     ended_early: Option<EndedEarly>,
+    engine: EngineDetail,
 ) -> Summary<RunDetail> {
     let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
     let qps = per_second(tally.queries);
@@ -132,6 +137,7 @@ pub fn summary(
         warmup_events: tally.warmup_events,
         client_cpu_us_per_query: if tally.queries > 0 { cpu * 1e6 / tally.queries as f64 } else { 0.0 },
         scan_krows_per_sec,
+        engine,
     };
     Summary::new(Suite::Sysbench, w.name, counts, detail)
         .latency(&tally.latency)
@@ -164,6 +170,8 @@ struct Worker<S> {
     sql: String,
     /// The table a Pick::Client statement runs on.
     own_table: u32,
+    /// The workload writes: its transactions start with begin_write.
+    writes: bool,
     rng: SmallRng,
     /// The values of the statement being run and of the one before it.
     values: Vec<Value>,
@@ -204,6 +212,7 @@ impl<S: Session> Worker<S> {
             prepared,
             sql: String::with_capacity(1024),
             own_table,
+            writes: w.writes(),
             rng,
             values: Vec::new(),
             prev: Vec::new(),
@@ -213,8 +222,13 @@ impl<S: Session> Worker<S> {
     /// Runs one event: every statement of the workload, in order.
     fn event(&mut self, w: &Workload, opts: &RunOpts, dom: &Domain) -> Result<Done, DbError> {
         // BEGIN and COMMIT go as simple queries, as sysbench sends them: one short message each.
+        // A transaction that writes says so at its start (SQLite then takes the write lock at once).
         if w.explicit_trx {
-            self.conn.begin()?;
+            if self.writes {
+                self.conn.begin_write()?;
+            } else {
+                self.conn.begin()?;
+            }
         }
         let mut done = Done::default();
         let mut table = 0;
@@ -251,7 +265,14 @@ impl<S: Session> Worker<S> {
     }
 }
 
-fn work<S: Session>(mut worker: Worker<S>, w: &Workload, opts: &RunOpts, live: &Live, phase: &Phase) -> Tally {
+/// Runs events until the step ends; returns what the client measured and its session's lock waits.
+fn work<S: Session>(
+    mut worker: Worker<S>,
+    w: &Workload,
+    opts: &RunOpts,
+    live: &Live,
+    phase: &Phase,
+) -> (Tally, LockWaits) {
     let dom = Domain::new(opts.rows, opts.range, opts.zipf_exp);
     let mut tally = Tally::new();
     let qpe = w.queries_per_event();
@@ -300,7 +321,7 @@ fn work<S: Session>(mut worker: Worker<S>, w: &Workload, opts: &RunOpts, live: &
             }
         }
     }
-    tally
+    (tally, worker.conn.lock_waits())
 }
 
 pub fn run<D: Driver>(driver: &D, w: &'static Workload, opts: RunOpts) -> Result<(), String> {
@@ -329,8 +350,11 @@ pub fn run<D: Driver>(driver: &D, w: &'static Workload, opts: RunOpts) -> Result
     let measure_start =
         report_seconds(&live, &phase, start, Duration::from_secs(opts.warmup), Some(total), &mut || cpu0 = own_cpu());
     let mut tally = Tally::new();
+    let mut waits = LockWaits::default();
     for h in handles {
-        tally.merge(h.join().map_err(|_| "a client thread panicked".to_string())?);
+        let (t, lw) = h.join().map_err(|_| "a client thread panicked".to_string())?;
+        tally.merge(t);
+        waits.add(lw);
     }
     // Nothing was measured when the step ended in its warm-up.
     let seconds = measure_start.map_or(0.0, |m| m.elapsed().as_secs_f64());
@@ -349,7 +373,8 @@ pub fn run<D: Driver>(driver: &D, w: &'static Workload, opts: RunOpts) -> Result
         );
     }
     let usage = ClientUsage { cpu_user_s: cu, cpu_sys_s: cs, max_rss_kb: own_max_rss_kb() };
-    emit(&summary(w, &opts, &tally, seconds, usage, ended_early));
+    let engine = EngineDetail::new(driver.describe(), waits);
+    emit(&summary(w, &opts, &tally, seconds, usage, ended_early, engine));
     Ok(())
 }
 
@@ -393,7 +418,7 @@ mod tests {
     #[test]
     fn a_microbenchmark_reports_queries_per_second() {
         let w = find("read-only").unwrap();
-        let s = summary(w, &opts(1000), &tally(16, 2000), 10.0, USAGE, None);
+        let s = summary(w, &opts(1000), &tally(16, 2000), 10.0, USAGE, None, EngineDetail::default());
         let v = check_envelope(&s);
         assert_eq!(
             (&v["suite"], &v["step"], &v["ops_name"]),
@@ -420,13 +445,22 @@ mod tests {
         assert!((d["client_cpu_us_per_query"].as_f64().unwrap() - 0.4e6 / 1600.0).abs() < 1e-9);
         // Only the scan has scan_krows_per_sec.
         assert!(d.get("scan_krows_per_sec").is_none());
+        // Postgres: no lock waits in the client, no library.
+        assert_eq!((&d["lock_waits"], &d["lock_wait_s"]), (&json!(0), &json!(0.0)));
+        assert!(d.get("engine_library").is_none());
+        let lib = json!({"path": "/x/libsqlite3.so", "version": "3.40.1", "source_id": "2022-12-28 abc"});
+        let waits = LockWaits { statements: 3, seconds: 0.25 };
+        let s =
+            summary(w, &opts(1000), &tally(16, 2000), 10.0, USAGE, None, EngineDetail::new(Some(lib.clone()), waits));
+        let d = &check_envelope(&s)["detail"];
+        assert_eq!((&d["lock_waits"], &d["lock_wait_s"], &d["engine_library"]), (&json!(3), &json!(0.25), &lib));
     }
 
     #[test]
     fn the_scan_reports_thousands_of_rows_per_second() {
         let w = find("scan").unwrap();
         // 100 scans of 50 ms over 10000 rows: 200 Krows/s.
-        let s = summary(w, &opts(10_000), &tally(1, 50_000), 5.0, USAGE, None);
+        let s = summary(w, &opts(10_000), &tally(1, 50_000), 5.0, USAGE, None, EngineDetail::default());
         let v = check_envelope(&s);
         assert_eq!(
             (&v["step"], &v["ops_name"], &v["operations"], &v["events"]),
@@ -442,7 +476,8 @@ mod tests {
     fn a_step_that_ended_in_its_warmup_measured_nothing() {
         let w = find("point-query").unwrap();
         let lost = EndedEarly { connections_lost: 4, at_s: 1.0, reason: "57P01: terminating connection".into() };
-        let s = summary(w, &opts(1000), &Tally::new(), 0.0, ClientUsage::default(), Some(lost));
+        let s =
+            summary(w, &opts(1000), &Tally::new(), 0.0, ClientUsage::default(), Some(lost), EngineDetail::default());
         let v = check_envelope(&s);
         assert_eq!(
             (&v["operations"], &v["rate"], &v["tps"], &v["seconds"]),

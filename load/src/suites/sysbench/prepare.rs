@@ -2,11 +2,11 @@
 //! with multi-row INSERTs, then create the secondary index on k.
 
 use crate::driver::lost::LOST;
-use crate::driver::{describe, existing_tables, Driver, Session};
+use crate::driver::{describe, existing_tables, Driver, LockWaits, Session};
 use crate::output::emit;
 use crate::output::histogram::new_histogram;
 use crate::output::seconds::{report_seconds, Live, Phase};
-use crate::output::summary::{ClientUsage, Counts, OpsName, Suite, Summary};
+use crate::output::summary::{ClientUsage, Counts, EngineDetail, OpsName, Suite, Summary};
 use crate::output::usage::{own_cpu, own_max_rss_kb};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -45,6 +45,9 @@ pub struct PrepareDetail {
     /// Creating the secondary indexes on k.
     pub index_seconds: f64,
     pub rows_per_sec: f64,
+    /// lock_waits, lock_wait_s, engine_library.
+    #[serde(flatten)]
+    pub engine: EngineDetail,
 }
 
 /// What the load measured.
@@ -53,10 +56,18 @@ pub struct Loaded {
     pub index_seconds: f64,
     /// The INSERT statements' latencies, µs.
     pub latency: Histogram<u64>,
+    /// The loading session's lock waits.
+    pub lock_waits: LockWaits,
 }
 
 /// The summary of prepare: `seconds` is the whole step.
-pub fn summary(opts: &PrepareOpts, loaded: &Loaded, seconds: f64, usage: ClientUsage) -> Summary<PrepareDetail> {
+pub fn summary(
+    opts: &PrepareOpts,
+    loaded: &Loaded,
+    seconds: f64,
+    usage: ClientUsage,
+    library: Option<serde_json::Value>,
+) -> Summary<PrepareDetail> {
     let rows = opts.tables as i64 * opts.rows as i64;
     let rows_per_sec = if seconds > 0.0 { rows as f64 / seconds } else { 0.0 };
     let counts = Counts {
@@ -75,6 +86,7 @@ pub fn summary(opts: &PrepareOpts, loaded: &Loaded, seconds: f64, usage: ClientU
         insert_seconds: loaded.insert_seconds,
         index_seconds: loaded.index_seconds,
         rows_per_sec,
+        engine: EngineDetail::new(library, loaded.lock_waits),
     };
     Summary::new(Suite::Sysbench, super::PREPARE, counts, detail).latency(&loaded.latency).usage(usage)
 }
@@ -110,7 +122,7 @@ fn load<D: Driver>(driver: &D, client: &mut D::Session, opts: &PrepareOpts, live
     let mut sql = String::with_capacity(ROWS_PER_INSERT as usize * 200);
     let mut latency = new_histogram();
     for t in 1..=opts.tables {
-        for ddl in dialect.create_sbtest(&format!("sbtest{t}"), opts.primary_key) {
+        for ddl in dialect.create_sbtest(&format!("sbtest{t}"), opts.primary_key)? {
             exec(client, &ddl)?;
         }
         let mut done = 0;
@@ -141,13 +153,15 @@ fn load<D: Driver>(driver: &D, client: &mut D::Session, opts: &PrepareOpts, live
     for t in 1..=opts.tables {
         exec(client, &dialect.create_index(&format!("k_{t}"), &format!("sbtest{t}"), "k"))?;
     }
-    Ok(Loaded { insert_seconds, index_seconds: i0.elapsed().as_secs_f64(), latency })
+    Ok(Loaded { insert_seconds, index_seconds: i0.elapsed().as_secs_f64(), latency, lock_waits: client.lock_waits() })
 }
 
 pub fn run<D: Driver>(driver: &D, opts: PrepareOpts) -> Result<(), String> {
     if opts.tables == 0 || opts.rows <= 0 {
         return Err("prepare needs at least one table and one row per table".into());
     }
+    // A table the engine cannot make fails the step before anything is dropped or created.
+    driver.dialect().create_sbtest("sbtest1", opts.primary_key)?;
     let mut client = driver.connect()?;
     let live = Arc::new(vec![Live::default()]);
     let phase = Arc::new(Phase::default());
@@ -171,7 +185,7 @@ pub fn run<D: Driver>(driver: &D, opts: PrepareOpts) -> Result<(), String> {
     let seconds = start.elapsed().as_secs_f64();
     let (u, s) = own_cpu();
     let usage = ClientUsage { cpu_user_s: u - cpu0.0, cpu_sys_s: s - cpu0.1, max_rss_kb: own_max_rss_kb() };
-    emit(&summary(&opts, &loaded, seconds, usage).ended_early(LOST.ended_early(start)));
+    emit(&summary(&opts, &loaded, seconds, usage, driver.describe()).ended_early(LOST.ended_early(start)));
     Ok(())
 }
 
@@ -199,9 +213,9 @@ mod tests {
         for us in [1000, 3000] {
             latency.record(us).unwrap();
         }
-        let loaded = Loaded { insert_seconds: 1.5, index_seconds: 0.5, latency };
+        let loaded = Loaded { insert_seconds: 1.5, index_seconds: 0.5, latency, lock_waits: LockWaits::default() };
         let usage = ClientUsage { cpu_user_s: 0.2, cpu_sys_s: 0.1, max_rss_kb: 9000 };
-        let v = crate::output::summary::check_envelope(&summary(&opts, &loaded, 2.5, usage));
+        let v = crate::output::summary::check_envelope(&summary(&opts, &loaded, 2.5, usage, None));
         let want = serde_json::json!({
             "suite": "sysbench", "step": "prepare", "ops_name": "rows", "operations": 10000, "events": 10000,
             "seconds": 2.5, "rate": 4000.0, "tps": 4000.0, "error_count": 0, "errors": {}, "ended_early": null,
@@ -214,7 +228,8 @@ mod tests {
         assert_eq!(
             v["detail"],
             serde_json::json!({"workload": "prepare", "tables": 2, "rows": 10000, "primary_key": false,
-                "insert_seconds": 1.5, "index_seconds": 0.5, "rows_per_sec": 4000.0})
+                "insert_seconds": 1.5, "index_seconds": 0.5, "rows_per_sec": 4000.0,
+                "lock_waits": 0, "lock_wait_s": 0.0})
         );
     }
 }
