@@ -54,7 +54,12 @@ def run(
     error: str | None = None
     with log.open("w") as err:
         proc = procs.spawn(
-            [exe, *command, *conn.args], stdout=subprocess.PIPE, stderr=err, env=env, text=True, cpus=cpus
+            [*conn.wrapper, exe, *command, *conn.args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            text=True,
+            cpus=cpus,
         )
         try:
             if on_start is not None:

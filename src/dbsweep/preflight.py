@@ -22,7 +22,7 @@ from pathlib import Path
 from dbsweep import configs, installs, paths, placement, plan
 from dbsweep.build import cache
 from dbsweep.build import variants as recipes
-from dbsweep.engines.base import Engine, Install
+from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree, debian, git, localdir, tarball
@@ -34,18 +34,19 @@ from dbsweep.suites.base import Connections
 # cx10a_c2r24 config; the valgrind and build figures are rougher still. Good for "minutes or hours, megabytes
 # or gigabytes?", not for a schedule: a faster machine or a slower config moves them several-fold. Each
 # suite keeps its own rates (its load, its steps, its bytes per row); the engine its storage overhead.
-SERVER_START_S = 4.0  # a fresh data directory (2.6 s) and a start (1.4 s)
+# An engine's own fixed costs (starts, valgrind's start-ups, builds) are its `Engine.costs`; Postgres's:
+SERVER_START_S = Costs().start_s
 STEP_OVERHEAD_S = 1.0
 # The instruction pass, per target and step: about three server starts' worth of valgrind start-up (the
 # server, then each run's backend), then a 1 s warm-up and two pairs of a short (instruction_seconds) and a
 # long (3x) run. Rough: valgrind's slowdown depends on the step.
-VALGRIND_START_S = 15.0
 VALGRIND_STARTS = 3
+VALGRIND_START_S = Costs().valgrind_starts_s / VALGRIND_STARTS
 INSTRUCTION_PAIRS = 2
 # A build from source with every core of the VM, LTO's link a minute more; a PGO build compiles twice
 # (instrumented, then with the profile) and trains in between.
-BUILD_S = 300.0
-LTO_BUILD_S = 360.0
+BUILD_S = Costs().build_s
+LTO_BUILD_S = Costs().lto_build_s
 PGO_FACTOR = 2.0
 # Warnings.
 LONG_RUN_S = 24 * 3600.0
@@ -434,12 +435,12 @@ def estimate(study: Study, look: _Look | None = None) -> Estimate:
     groups = study.repeats * len(study.targets)
     d = study.bench.duration()
     parts = {
-        "builds": sum(_build_seconds(v) for v in look.needed.values()),
-        "server starts": groups * SERVER_START_S,
+        "builds": sum(_build_seconds(v, look.engine.costs) for v in look.needed.values()),
+        "server starts": groups * look.engine.costs.start_s,
         "loads": groups * d.setup,
         "steps": groups * d.steps,
         "maintenance": groups * d.maintenances * d.maintenance_each,
-        "instructions": len(study.targets) * _instruction_seconds(study, d.setup),
+        "instructions": len(study.targets) * _instruction_seconds(study, d.setup, look.engine.costs),
     }
     data = max((_data_bytes(study, look.engine, t.config) for t in study.targets), default=0)
     return Estimate(
@@ -451,20 +452,20 @@ def estimate(study: Study, look: _Look | None = None) -> Estimate:
     )
 
 
-def _build_seconds(v: recipes.Variant) -> float:
+def _build_seconds(v: recipes.Variant, costs: Costs) -> float:
     lto = any("-flto" in f for f in (*v.cflags, *v.ldflags))
-    base = LTO_BUILD_S if lto else BUILD_S
+    base = costs.lto_build_s if lto else costs.build_s
     return base * (PGO_FACTOR if v.pgo else 1.0)
 
 
-def _instruction_seconds(study: Study, load_s: float) -> float:
+def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     """One target's valgrind pass (measure.instructions): a load, then each step's work under valgrind."""
     m = study.measure
     shared = set(study.bench.instruction_steps().values()) if m.instructions else set()
     if not shared:
         return 0.0
-    per_step = VALGRIND_STARTS * VALGRIND_START_S + 1 + INSTRUCTION_PAIRS * 4 * m.instruction_seconds + STEP_OVERHEAD_S
-    return SERVER_START_S + load_s + len(shared) * per_step
+    per_step = costs.valgrind_starts_s + 1 + INSTRUCTION_PAIRS * 4 * m.instruction_seconds + STEP_OVERHEAD_S
+    return costs.start_s + load_s + len(shared) * per_step
 
 
 def _data_bytes(study: Study, engine: Engine, config: str) -> int:

@@ -3,13 +3,23 @@ question, capture the statements a client sent, end one backend the hard way, wr
 the words its server uses for a refused setting or a crash. The contract tests are written once against
 this and run for every engine of `dbsweep.engines.registry.names()`.
 
+An embedded engine (`Engine.kind == "embedded"`, SQLite) has no server: the tests ask its database file
+directly, the load client records the statements it ran, and a test of something only a server has (a
+backend, a crash restart, a PID file, a password, a socket, a server log) gives the engine's own equivalent
+where there is one, else skips saying why. Where engines legitimately differ in what a test may expect, a
+capability attribute below says how (never a looser check for every engine).
+
 Adding an engine: a `Support` subclass here and one entry in SUPPORT (a test fails until there is one).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import json
+import os
 import re
+import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,16 +38,18 @@ class Support(ABC):
     small_config: ClassVar[str]
     # A setting small_config sets, as the running server's `settings()` names it.
     small_setting: ClassVar[str]
-    # Config lines the server refuses at start, each with the log line that names the parameter and value.
-    out_of_range: ClassVar[tuple[str, str]]
-    bad_value: ClassVar[tuple[str, str]]
+    # Config lines the server refuses at start, each with the words of its account that name the parameter and
+    # the value (a server's log line; an embedded engine's own error, with the config's file and line).
+    out_of_range: ClassVar[tuple[str, tuple[str, ...]]]
+    bad_value: ClassVar[tuple[str, tuple[str, ...]]]
     # The log words of a backend that was killed (the server's own account of a crash restart), and the words
     # of `Instance.disturbance_since` for a crash restart and for a server that died.
     killed_backend: ClassVar[str]
     crash_restart_words: ClassVar[tuple[str, ...]]
     died_words: ClassVar[tuple[str, ...]]
     # The name the server's processes have, and how many of them a working server has at least (its main
-    # process, background processes, a backend); how the load client's error names a refused password.
+    # process, background processes, a backend); how the load client's error names a refused password. For an
+    # embedded engine, the process that runs the engine's code is the load client.
     process_name: ClassVar[str]
     min_processes: ClassVar[int]
     auth_failure: ClassVar[str]
@@ -52,8 +64,20 @@ class Support(ABC):
     # the load client's own SQL (its summary's `sql`) that must read so; the error kind and words of a row a
     # CHECK constraint refuses.
     ibench_types: ClassVar[dict[str, str]]
-    ibench_sql: ClassVar[dict[str, str]]
+    ibench_sql: ClassVar[dict[str, str | None]]
     check_violation: ClassVar[tuple[str, str]]
+    # Whether the table's auto-increment hands a connection a cache of ids (a sequence's CACHE) that l.i0 sets
+    # to the suite's SEQUENCE_CACHE; without one, `id_cache` is 1.
+    has_id_cache: ClassVar[bool] = True
+    # The statement record: the statement that begins a transaction that writes, as recorded, and whether a
+    # constant in the client's SQL is recorded as a parameter (`?`, as pg_stat_statements normalises it) or as
+    # the client wrote it.
+    begin_write: ClassVar[str] = "BEGIN"
+    constants_as_parameters: ClassVar[bool] = True
+    # The fields the engine adds to every step's `detail`, beside the suite's own.
+    engine_detail: ClassVar[frozenset[str]] = frozenset()
+    # Whether a CHAR(n) column gives its values back blank-padded to n (SQL's char; SQLite keeps the text).
+    char_padded: ClassVar[bool] = True
 
     @property
     def engine(self) -> Engine:
@@ -121,6 +145,10 @@ class Support(ABC):
     def session(self, instance: Instance) -> contextlib.AbstractContextManager[int]:
         """An open client session for the block; gives the pid of the server process that serves it."""
 
+    def database_file(self, instance: Instance) -> Path | None:
+        """The file an embedded engine keeps the database in; None for a server's data directory."""
+        return None
+
     # ---- statements a client sent ---------------------------------------------------------------------------
 
     @abstractmethod
@@ -143,8 +171,8 @@ class Support(ABC):
     # ---- credentials ---------------------------------------------------------------------------------------
 
     @abstractmethod
-    def wrong_password(self, access: Access) -> Access:
-        """The same way in, with a password the server refuses."""
+    def wrong_password(self, access: Access) -> Access | None:
+        """The same way in, with a password the server refuses; None for an engine without credentials."""
 
     # ---- sysbench itself, for the equivalence test -------------------------------------------------------
 
@@ -172,10 +200,10 @@ class PostgresSupport(Support):
     configs = ("cx10a_c2r24", "cx10a_sb1g_c2r24")
     small_config = "shared_buffers=128MB\n"
     small_setting = "shared_buffers"
-    out_of_range = ("max_connections = -5\n", '-5 is outside the valid range for parameter "max_connections"')
+    out_of_range = ("max_connections = -5\n", ('-5 is outside the valid range for parameter "max_connections"',))
     bad_value = (
         "# a value the server rejects at start\nshared_buffers = lots\n",
-        'invalid value for parameter "shared_buffers": "lots"',
+        ('invalid value for parameter "shared_buffers": "lots"',),
     )
     killed_backend = "was terminated by signal 9"
     crash_restart_words = ("the server crash-restarted its backends during the step", "was terminated by signal 9")
@@ -196,7 +224,7 @@ class PostgresSupport(Support):
         "price": "integer",
         "data": "character varying(4000)",
     }
-    ibench_sql: ClassVar[dict[str, str]] = {
+    ibench_sql: ClassVar[dict[str, str | None]] = {
         "alter_sequence": "ALTER SEQUENCE pi1_transactionid_seq CACHE 1000",
         "delete": "DELETE FROM pi1 WHERE transactionid IN (SELECT transactionid FROM pi1",
     }
@@ -350,4 +378,246 @@ class PostgresSupport(Support):
         return sorted(datadir.glob("postmaster.pid.stale-*"))
 
 
-SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(),)}
+def _timestamp(value: bytes) -> datetime.datetime:
+    """A TIMESTAMP column's text ('YYYY-MM-DD HH:MM:SS', as the load client stamps it) as a datetime."""
+    return datetime.datetime.fromisoformat(value.decode())
+
+
+# Columns declared TIMESTAMP read as datetimes, as Postgres's do (this test process's own converter, in place
+# of the sqlite3 module's default one, which Python 3.12 deprecates).
+sqlite3.register_converter("TIMESTAMP", _timestamp)
+
+
+class SqliteSupport(Support):
+    """SQLite, embedded: the tests reach the database file through Python's `sqlite3` module, which here is
+    Debian's libsqlite3, the library the `system` install's load client opens. No server: nothing to kill,
+    restart, authenticate or log; the load client is the process that runs the engine's code."""
+
+    name = "sqlite"
+    configs = ("wal_normal", "rollback")
+    small_config = "journal_mode = WAL\ncache_size = -65536\n"
+    small_setting = "cache_size"
+    # A value SQLite keeps silently as the old one: Database.init reads every pragma back and refuses it.
+    out_of_range = (
+        "page_size = 131072\n",
+        ("sets PRAGMA page_size = 131072 (", "does not take: it reads back as '4096'"),
+    )
+    bad_value = (
+        "# a value SQLite does not take\njournal_mode = lots\n",
+        ("sets PRAGMA journal_mode = lots (broken.conf:2), which SQLite", "does not take: it reads back as 'delete'"),
+    )
+    # No server process: no backend to kill, no crash restart, no server to die.
+    killed_backend = ""
+    crash_restart_words = ()
+    died_words = ()
+    process_name = "dbsweep-load"
+    min_processes = 1  # the load client, whose threads run the library
+    auth_failure = ""  # no credentials: the file's permissions are the only access control
+    log_connections = ""
+    local_connection = ""
+    tcp_connection = ""
+    # Nothing to load into the library: the load client records statements itself (`start_capture`).
+    statements_config = small_config
+    ibench_types: ClassVar[dict[str, str]] = {
+        "transactionid": "INTEGER",
+        "dateandtime": "TIMESTAMP",
+        "cashregisterid": "INT",
+        "customerid": "INT",
+        "productid": "INT",
+        "price": "INT",
+        "data": "VARCHAR(4000)",
+    }
+    ibench_sql: ClassVar[dict[str, str | None]] = {
+        "alter_sequence": None,  # the rowid has no id cache to set
+        "delete": "DELETE FROM pi1 WHERE transactionid IN (SELECT transactionid FROM pi1",
+    }
+    # A real CHECK constraint (`add_check`), so the refusal is SQLite's own SQLITE_CONSTRAINT_CHECK.
+    check_violation = ("sqlite_constraint_check", "CHECK constraint failed: cheap")
+    has_id_cache = False
+    begin_write = "BEGIN IMMEDIATE"  # the client takes the write lock when a writing transaction begins
+    constants_as_parameters = False  # the capture keeps each text as the client wrote it
+    engine_detail = frozenset({"engine_library"})
+    char_padded = False  # CHAR(120) is only TEXT affinity: a value reads back as it was written
+
+    @staticmethod
+    def _database(instance: Instance) -> Any:
+        from dbsweep.engines.sqlite import Database
+
+        assert isinstance(instance, Database)
+        return instance
+
+    def database_file(self, instance: Instance) -> Path | None:
+        return self._file(instance, None)
+
+    def _file(self, instance: Instance, database: str | None) -> Path:
+        """The instance's database file, or another database (`create_database`) beside it."""
+        db = self._database(instance)
+        return Path(db.database) if database is None else Path(db.datadir) / f"{database}.db"
+
+    @contextlib.contextmanager
+    def _connect(self, instance: Instance, database: str | None = None) -> Iterator[sqlite3.Connection]:
+        """A connection in autocommit mode, closed after the block (an open one would keep the WAL)."""
+        path = self._file(instance, database)
+        if not path.is_file():  # sqlite3 would create an empty file where none is
+            raise sqlite3.OperationalError(f"no database file {path}")
+        c = sqlite3.connect(path, isolation_level=None, detect_types=sqlite3.PARSE_DECLTYPES, timeout=30)
+        try:
+            yield c
+        finally:
+            c.close()
+
+    def query(
+        self, instance: Instance, sql: str, params: Sequence[Any] = (), database: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        with self._connect(instance, database) as c:
+            cur = c.execute(sql, tuple(params))
+            return [tuple(r) for r in cur.fetchall()] if cur.description is not None else []
+
+    def client_sql(self, instance: Instance, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        # The client's placeholders (?1, ?2, ...) are SQLite's own: bound by position.
+        return self.query(instance, sql, params)
+
+    def plan(self, instance: Instance, sql: str, params: Sequence[Any]) -> str:
+        return "\n".join(str(r[3]) for r in self.query(instance, "EXPLAIN QUERY PLAN " + sql, params))
+
+    def create_database(self, instance: Instance, name: str) -> None:
+        """Another database file in the instance's directory (`query(database=name)` opens it)."""
+        path = self._file(instance, name)
+        sqlite3.connect(path).close()
+
+    def checkpoint(self, instance: Instance) -> None:
+        """The WAL copied into the database file and emptied (nothing is cached across connections)."""
+        ((busy, _, _),) = self.query(instance, "PRAGMA wal_checkpoint(TRUNCATE)")
+        assert busy == 0, "another connection kept the checkpoint from finishing"
+
+    def indexes(self, instance: Instance, table: str) -> dict[str, tuple[str, ...]]:
+        """The table's indexes; a rowid table's INTEGER PRIMARY KEY is the key of the table's own b-tree (a
+        clustered primary key index without a name of its own), listed as `primary_key(table)`."""
+        out: dict[str, tuple[str, ...]] = {}
+        with self._connect(instance) as c:
+            for _, name, _, origin, _ in c.execute("SELECT * FROM pragma_index_list(?)", (table,)).fetchall():
+                cols = c.execute("SELECT name FROM pragma_index_info(?) ORDER BY seqno", (name,)).fetchall()
+                out[self.primary_key(table) if origin == "pk" else name] = tuple(col for (col,) in cols)
+            pk = c.execute("SELECT name, type FROM pragma_table_info(?) WHERE pk > 0", (table,)).fetchall()
+            if len(pk) == 1 and pk[0][1].upper() == "INTEGER" and self.primary_key(table) not in out:
+                out[self.primary_key(table)] = (pk[0][0],)
+        return out
+
+    def primary_key(self, table: str) -> str:
+        return f"{table} (rowid)"
+
+    def column_types(self, instance: Instance, table: str) -> dict[str, str]:
+        """The types as the table declares them (PRAGMA table_info), which is what SQLite keeps."""
+        return {
+            str(n): str(t) for n, t in self.query(instance, "SELECT name, type FROM pragma_table_info(?)", (table,))
+        }
+
+    def columns(self, instance: Instance, table: str, database: str | None = None) -> list[tuple[Any, ...]]:
+        return self.query(
+            instance,
+            "SELECT name, type, NULL, CASE WHEN \"notnull\" THEN 'NO' ELSE 'YES' END, coalesce(dflt_value, '') "
+            "FROM pragma_table_info(?) ORDER BY cid",
+            (table,),
+            database,
+        )
+
+    def index_definitions(self, instance: Instance, table: str, database: str | None = None) -> list[str]:
+        rows = self.query(
+            instance,
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+            (table,),
+            database,
+        )
+        return sorted(re.sub(r"INDEX \S+ ON", "INDEX ON", d) for (d,) in rows)
+
+    def id_cache(self, instance: Instance, table: str) -> int:
+        """A new rowid is the largest one plus one, read from the table at each insert: no cache (1)."""
+        return 1
+
+    def add_check(self, instance: Instance, table: str, name: str, predicate: str) -> None:
+        """SQLite has no ALTER TABLE ... ADD CONSTRAINT. A CHECK constraint changes nothing in the file's
+        format, so the table's CREATE statement in the schema is rewritten to hold it (SQLite's documented way
+        for such changes: writable_schema, and a new schema version so every connection reads it again). Like
+        Postgres's NOT VALID, rows already there are not checked; new rows are, by SQLite itself."""
+        sql = self._table_sql(instance, table)
+        assert sql.rstrip().endswith(")"), sql
+        self._rewrite_schema(instance, table, f"{sql.rstrip()[:-1]}, CONSTRAINT {name} CHECK ({predicate}))")
+
+    def drop_check(self, instance: Instance, table: str, name: str) -> None:
+        sql = self._table_sql(instance, table)
+        without = re.sub(rf", CONSTRAINT {re.escape(name)} CHECK \(.*\)\)$", ")", sql.rstrip())
+        assert without != sql.rstrip(), f"no CHECK constraint {name} in {sql}"
+        self._rewrite_schema(instance, table, without)
+
+    def _table_sql(self, instance: Instance, table: str) -> str:
+        ((sql,),) = self.query(instance, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        return str(sql)
+
+    def _rewrite_schema(self, instance: Instance, table: str, sql: str) -> None:
+        with self._connect(instance) as c:
+            c.execute("BEGIN IMMEDIATE")
+            ((version,),) = c.execute("PRAGMA schema_version").fetchall()
+            c.execute("PRAGMA writable_schema = ON")
+            c.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (sql, table))
+            c.execute(f"PRAGMA schema_version = {int(version) + 1}")
+            c.execute("PRAGMA writable_schema = OFF")
+            c.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def session(self, instance: Instance) -> Iterator[int]:
+        """A connection of this process: the library serves it here, so the pid is this process's own."""
+        with self._connect(instance) as c:
+            c.execute("SELECT 1").fetchall()
+            yield os.getpid()
+
+    # The load client records its statements itself when `Database.capture` names a file: one JSON line
+    # {"sql", "calls", "rows"} per text per session, appended when the session ends.
+
+    @staticmethod
+    def _capture(instance: Instance) -> Path:
+        db = SqliteSupport._database(instance)
+        assert db.capture is not None, "start_capture first"
+        return Path(db.capture)
+
+    def start_capture(self, instance: Instance) -> None:
+        db = self._database(instance)
+        db.capture = db.home / "statements.jsonl"
+        db.capture.write_text("")
+
+    def reset_statements(self, instance: Instance) -> None:
+        self._capture(instance).write_text("")
+
+    def statements(self, instance: Instance, database: str | None = None) -> list[tuple[str, int, int]]:
+        """The record's lines merged per text, with ?N written `?`; the sessions' PRAGMAs (the config the client
+        applies on every connection) and its reads of the catalog (sqlite_master) are left out. Every client
+        opens the instance's own database file, so `database` must be None."""
+        assert database is None, "the load client records what it ran, whatever the file"
+        merged: dict[str, tuple[int, int]] = {}
+        for line in self._capture(instance).read_text().splitlines():
+            d = json.loads(line)
+            text = re.sub(r"\?\d+", "?", d["sql"])
+            if re.match(r"\s*PRAGMA\b", text, re.IGNORECASE) or "sqlite_master" in text:
+                continue
+            calls, rows = merged.get(text, (0, 0))
+            merged[text] = (calls + int(d["calls"]), rows + int(d["rows"]))
+        return [(q, calls, n) for q, (calls, n) in merged.items() if calls > 0]
+
+    def housekeeping(self, text: str) -> bool:
+        return re.search(r"sqlite_master|sqlite_schema|^\s*PRAGMA\b", text, re.IGNORECASE) is not None
+
+    def wrong_password(self, access: Access) -> Access | None:
+        return None  # no credentials: the client opens the file as the user it runs as
+
+    # No server, so no PID file: nothing outlives dbsweep on a database file (the load client dies with it).
+
+    def pidfile(self, datadir: Path) -> Path:
+        raise NotImplementedError("SQLite writes no PID file: no server runs on a database file")
+
+    def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
+        raise NotImplementedError("SQLite writes no PID file: no server runs on a database file")
+
+    def set_aside(self, datadir: Path) -> list[Path]:
+        return []  # Sqlite.stop_stale has no PID file to set aside
+
+
+SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport())}

@@ -14,7 +14,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from dbsweep import loadclient, paths
-from dbsweep.engines.base import Instance
+from dbsweep.engines.base import Engine, Instance
 from dbsweep.errors import StepError
 from dbsweep.loadclient import connection_to
 from dbsweep.results.model import StepResult
@@ -30,11 +30,16 @@ ENVELOPE = {
     "errors", "error_count", "error_samples", "client_cpu_user_s", "client_cpu_sys_s", "client_max_rss_kb",
     "ended_early", "detail",
 }  # fmt: skip
-SYSBENCH_PREPARE = {"workload", "tables", "rows", "primary_key", "insert_seconds", "index_seconds", "rows_per_sec"}
+# Every step's detail, whatever the suite: the statements that waited for a lock and how long they waited
+# (0 on a server, whose clients do not wait in the client); beside them, the engine's own (Support.engine_detail).
+LOCK_WAITS = {"lock_waits", "lock_wait_s"}
+SYSBENCH_PREPARE = {
+    "workload", "tables", "rows", "primary_key", "insert_seconds", "index_seconds", "rows_per_sec", *LOCK_WAITS,
+}  # fmt: skip
 SYSBENCH_STEP = {
     "workload", "group", "clients", "tables", "rows", "prepared", "seed", "range", "zipf_exp", "statements_per_event",
     "explicit_trx", "warmup_seconds", "queries", "rows_returned", "rows_affected", "qps", "warmup_events",
-    "client_cpu_us_per_query",
+    "client_cpu_us_per_query", *LOCK_WAITS,
 }  # fmt: skip
 
 
@@ -60,7 +65,8 @@ def test_prepare_loads_sysbench_tables(server: Instance, support: Support, tmp: 
         assert (n, lo, hi) == (3000, 1, 3000)
         assert kmin >= 1 and kmax <= 3000
         ((cval, pad),) = support.query(server, f"SELECT c, pad FROM sbtest{t} WHERE id = 17")
-        assert len(cval) == 120 and len(cval.rstrip()) == 119 and cval.count("-") == 9
+        assert len(cval) == (120 if support.char_padded else 119)  # char(120), or the text as the client wrote it
+        assert len(cval.rstrip()) == 119 and cval.count("-") == 9
         assert len(pad.rstrip()) == 59 and pad.count("-") == 4
         idx = support.indexes(server, f"sbtest{t}")
         assert idx == {support.primary_key(f"sbtest{t}"): ("id",), f"k_{t}": ("k",)}
@@ -104,7 +110,7 @@ def _envelope(args: list[str], server: Instance) -> dict[str, Any]:
     return dict(line)
 
 
-def test_every_summary_is_one_envelope(server: Instance) -> None:
+def test_every_summary_is_one_envelope(server: Instance, support: Support) -> None:
     prepare = _envelope(["sysbench", "prepare", "--rows", "2000"], server)
     step = _envelope(["sysbench", "point-query", "--rows", "2000", "--seconds", "1", "--warmup", "0"], server)
     ibench = _envelope(["ibench", "l.i0", "--clients", "1", "--rows", "500"], server)
@@ -116,8 +122,15 @@ def test_every_summary_is_one_envelope(server: Instance) -> None:
         assert set(line) == ENVELOPE, set(line) ^ ENVELOPE
         assert (line["suite"], line["step"]) == (suite, name)
         assert StepResult.from_envelope(line).flat()["step"] == name
-    assert set(prepare["detail"]) == SYSBENCH_PREPARE
-    assert set(step["detail"]) == SYSBENCH_STEP
+    assert set(prepare["detail"]) == SYSBENCH_PREPARE | support.engine_detail
+    assert set(step["detail"]) == SYSBENCH_STEP | support.engine_detail
+    assert LOCK_WAITS | support.engine_detail <= set(ibench["detail"])
+    for line in (prepare, step, ibench):
+        assert line["detail"]["lock_waits"] >= 0 and line["detail"]["lock_wait_s"] >= 0
+        if "engine_library" in support.engine_detail:  # the library the client opened says what it is
+            lib = line["detail"]["engine_library"]
+            assert set(lib) == {"path", "version", "source_id"}
+            assert server.server_version().startswith(lib["version"]), (lib, server.server_version())
     # The step's own fields never hide a common one.
     for line in (prepare, step, ibench):
         assert not set(line["detail"]) & ENVELOPE, set(line["detail"]) & ENVELOPE
@@ -139,15 +152,19 @@ def test_missing_tables_and_bad_options_fail_before_running(server: Instance, tm
         loadclient.run(["sysbench", "nope"], connection_to(server), tmp / "r.log")
 
 
-def test_wrong_password_is_a_clear_error(server: Instance, support: Support, tmp: Path) -> None:
+def test_wrong_password_is_a_clear_error(engine_name: str, server: Instance, support: Support, tmp: Path) -> None:
     bad = support.wrong_password(connection_to(server))
+    if bad is None:
+        pytest.skip(f"{engine_name} is embedded: it has no credentials; the client opens the file as its own user")
     with pytest.raises(StepError, match=support.auth_failure):
         loadclient.run(["sysbench", "prepare", "--rows", "10"], bad, tmp / "p.log")
 
 
-def test_unix_socket_carries_whole_events(engine_name: str, support: Support, tmp: Path) -> None:
+def test_unix_socket_carries_whole_events(engine_name: str, engine: Engine, support: Support, tmp: Path) -> None:
     """Over the server's Unix socket (where the client waits with poll before each read), read-only
     events of 16 statements and replies of up to 100 rows arrive whole, and no TCP is used."""
+    if engine.kind != "server":
+        pytest.skip(f"{engine_name} is embedded: the library runs in the client, no socket, TCP or connection log")
     with running_instance(engine_name, tmp / "srv", support.small_config + support.log_connections) as server:
         before = len(server.log.read_text(errors="replace"))
         via = connection_to(server, via_socket=True)

@@ -1,5 +1,6 @@
 """The samplers against every engine's real server: its process tree's CPU, switches and writes while it works,
-and the sizes an instance reports against what its data directory holds."""
+and the sizes an instance reports against what its data directory holds. An embedded engine's work runs in
+the load client, so there the samplers charge the client, and that is what they must see."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dbsweep import loadclient
 from dbsweep.engines.base import Engine
-from dbsweep.measure import Sampler, dir_size
+from dbsweep.loadclient import connection_to
+from dbsweep.measure import Sampler, StepMeasures, dir_size
 
 from ..conftest import running_instance
 from .engines import Support
@@ -19,7 +22,7 @@ pytestmark = pytest.mark.server
 
 def test_sizes_and_server_tree(engine_name: str, engine: Engine, support: Support, tmp: Path) -> None:
     if engine.kind != "server":
-        pytest.skip(f"{engine_name} has no server processes: the samplers charge the client")
+        pytest.skip(f"{engine_name} is embedded: no server processes; the samplers charge the client (next test)")
     with running_instance(engine_name, tmp / "srv", support.small_config) as server:
         pid = server.pid
         assert pid is not None
@@ -39,3 +42,33 @@ def test_sizes_and_server_tree(engine_name: str, engine: Engine, support: Suppor
     assert m.server_procs_max >= support.min_processes  # the server, its background processes, a backend
     assert m.server_cpu_s > 0 and m.server_cs > 0
     assert m.server_write_bytes is not None and m.server_write_bytes > 5_000_000  # the table reached the disk
+
+
+def test_sizes_and_the_client_of_an_embedded_engine(
+    engine_name: str, engine: Engine, support: Support, tmp: Path
+) -> None:
+    if engine.kind != "embedded":
+        pytest.skip(f"{engine_name} is a server: the test above watches its processes")
+    with running_instance(engine_name, tmp / "db", support.small_config) as db:
+        assert db.pid is None
+        windows: list[StepMeasures] = []
+        with Sampler(None, db.datadir, interval=0.2) as s:
+            t0 = time.monotonic()
+            loadclient.run(
+                ["sysbench", "prepare", "--rows", "50000"],
+                connection_to(db),
+                tmp / "prepare.log",
+                on_start=s.attach_client,
+                # The client's counters, taken while it still runs (as the runner takes a step's).
+                on_summary=lambda: windows.append(s.window(t0, time.monotonic())),
+            )
+        support.checkpoint(db)
+        size = db.data_bytes()
+        on_disk = dir_size(db.datadir)
+    (m,) = windows
+    assert size is not None and size > 5_000_000  # 50000 rows of ~190 bytes, and the index on k
+    # Checkpointed, with no connection open: the directory holds the database file and nothing else.
+    assert on_disk == size
+    assert m.server_procs_max >= support.min_processes  # the load client, which runs the library
+    assert m.server_cpu_s > 0 and m.server_cs > 0
+    assert m.server_write_bytes is not None and m.server_write_bytes > 5_000_000  # the client wrote the table

@@ -23,6 +23,15 @@ from .engines import Support
 pytestmark = pytest.mark.server
 
 
+@pytest.fixture(autouse=True)
+def _a_server(engine_name: str, engine: Engine) -> None:
+    if engine.kind != "server":
+        pytest.skip(
+            f"{engine_name} is embedded: no server runs on its data, only the load client, which dies with dbsweep; "
+            "no PID file is written, so stop_stale has nothing to judge"
+        )
+
+
 @pytest.fixture
 def foreign(support: Support, tmp: Path) -> Iterator[subprocess.Popen[str]]:
     """A process named like the engine's server that is no server of ours; it writes down every signal it gets

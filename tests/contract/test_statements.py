@@ -1,6 +1,6 @@
-"""Every sysbench microbenchmark of the method, checked on the server side with the statements the engine
-recorded (Postgres: pg_stat_statements): the statements' shape, their count per event, and the rows they
-touch."""
+"""Every sysbench microbenchmark of the method, checked on the engine's side with the statements it recorded
+(Postgres: pg_stat_statements; SQLite, embedded: the load client's own record of what it ran through the
+library, DBSWEEP_SQLITE_STATEMENTS): the statements' shape, their count per event, and the rows they touch."""
 
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ ROWS = 2000
 TABLES = 2
 
 # What each workload sends (prepared), as regexes over the recorded text with every parameter written `?`.
-# `{IN}` is an IN-list of `range` parameters; the count per event of each shape is the second element.
+# `{IN}` is an IN-list of `range` parameters; the count per event of each shape is the second element. Where
+# engines' records legitimately differ, the engine's Support says how: `{CONST:v}` is the constant v of the
+# client's SQL as recorded (a parameter where the record normalises constants), `{BEGIN_WRITE}` the statement
+# that begins a transaction that writes.
 N = r"sbtest\d+"
 SHAPES: dict[str, list[tuple[str, int]]] = {
     "point-query": [(rf"SELECT c FROM {N} WHERE id=\?", 1)],
@@ -40,9 +43,9 @@ SHAPES: dict[str, list[tuple[str, int]]] = {
     "range-notcovered-pk": [(rf"SELECT id, c FROM {N} WHERE id BETWEEN \? AND \?", 1)],
     "range-covered-si": [(rf"SELECT k FROM {N} WHERE k BETWEEN \? AND \?", 1)],
     "range-notcovered-si": [(rf"SELECT k, c FROM {N} WHERE k BETWEEN \? AND \?", 1)],
-    "scan": [(rf"SELECT \* FROM {N} WHERE LENGTH\(c\) < \?", 1)],
+    "scan": [(rf"SELECT \* FROM {N} WHERE LENGTH\(c\) < {{CONST:0}}", 1)],
     "read-only-count": [(rf"SELECT count\(c\) FROM {N} WHERE id BETWEEN \? AND \?", 1)],
-    "update-index": [(rf"UPDATE {N} SET k=k\+\? WHERE id=\?", 1)],
+    "update-index": [(rf"UPDATE {N} SET k=k\+{{CONST:1}} WHERE id=\?", 1)],
     "update-nonindex": [(rf"UPDATE {N} SET c=\? WHERE id=\?", 1)],
     "update-one": [(rf"UPDATE {N} SET c=\? WHERE id=\?", 1)],
     "update-zipf": [(rf"UPDATE {N} SET c=\? WHERE id=\?", 1)],
@@ -58,23 +61,26 @@ _READS = [
     (rf"SELECT DISTINCT c FROM {N} WHERE id BETWEEN \? AND \? ORDER BY c", 1),
 ]
 _WRITES = [
-    (rf"UPDATE {N} SET k=k\+\? WHERE id=\?", 1),
+    (rf"UPDATE {N} SET k=k\+{{CONST:1}} WHERE id=\?", 1),
     (rf"UPDATE {N} SET c=\? WHERE id=\?", 1),
     (rf"DELETE FROM {N} WHERE id=\?", 1),
     (rf"INSERT INTO {N} \(id, k, c, pad\) VALUES \(\?, \?, \?, \?\)", 1),
 ]
 _TRX = [("BEGIN", 1), ("COMMIT", 1)]
+_WRITE_TRX = [("{BEGIN_WRITE}", 1), ("COMMIT", 1)]
 SHAPES["read-only"] = _READS + _TRX
 SHAPES["read-only-simple"] = [_READS[0], _READS[1], *_TRX]
 SHAPES["read-only-sum"] = [_READS[0], _READS[2], *_TRX]
 SHAPES["read-only-order"] = [_READS[0], _READS[3], *_TRX]
 SHAPES["read-only-distinct"] = [_READS[0], _READS[4], *_TRX]
-SHAPES["read-write"] = _READS + _WRITES + _TRX
-SHAPES["write-only"] = _WRITES + _TRX
+SHAPES["read-write"] = _READS + _WRITES + _WRITE_TRX
+SHAPES["write-only"] = _WRITES + _WRITE_TRX
 
 
-def _rx(pattern: str, in_list: str) -> re.Pattern[str]:
-    return re.compile("^" + pattern.replace("{IN}", in_list) + "$")
+def _rx(pattern: str, in_list: str, support: Support) -> re.Pattern[str]:
+    const = (lambda _: r"\?") if support.constants_as_parameters else (lambda m: m[1])
+    engine = re.sub(r"\{CONST:(\d+)\}", const, pattern).replace("{BEGIN_WRITE}", re.escape(support.begin_write))
+    return re.compile("^" + engine.replace("{IN}", in_list) + "$")
 
 
 def _pairs() -> list[tuple[str, int]]:
@@ -119,11 +125,11 @@ def test_statements_per_event(server: Instance, support: Support, tmp: Path, wor
     spe = _list(eff_range)[workload]["statements_per_event"]
     assert sum(n for _, n in expected) == spe == r.detail["statements_per_event"]
     for pattern, per_event in expected:
-        rx = _rx(pattern, r"\?" + rf"(, \?){{{eff_range - 1}}}")
+        rx = _rx(pattern, r"\?" + rf"(, \?){{{eff_range - 1}}}", support)
         calls = sum(cl for q, (cl, _) in seen.items() if rx.match(q))
         # Every event runs its statements; an event cut by the end of the step may have run only some.
         assert per_event * r.events <= calls <= per_event * events, (pattern, calls, r.events, seen)
-    unexpected = [q for q in seen if not any(_rx(p, r"\?(, \?)*").match(q) for p, _ in expected)]
+    unexpected = [q for q in seen if not any(_rx(p, r"\?(, \?)*", support).match(q) for p, _ in expected)]
     assert not [q for q in unexpected if q not in ("ROLLBACK",)], unexpected
     if workload in ("point-query", "hot-points") or workload.startswith("points-covered-pk"):
         assert r.detail["rows_returned"] > 0

@@ -32,10 +32,11 @@ Four build systems fit it:
   loads; `compile` is `cmake --build . -j N` (`object_line` matches cmake's "Building CXX object" lines),
   `install` is `cmake --install .` with `Step.env={"DESTDIR": ...}`; artefact `bin/mariadbd`; the probe
   runs `mariadbd --version` and reads the flags `mariadb_config` reports.
-* **a library (SQLite)**: `<tree>/configure --prefix=P CC=.. CFLAGS=..`, `make -jN libsqlite3.la sqlite3`,
-  `make install DESTDIR=..`; artefact `lib/libsqlite3.so` (the load client opens it: there is no server);
-  the probe asks the installed `sqlite3` shell for its version and `PRAGMA compile_options`; its training
-  runs the load client on the instrumented library, and `check_profile` looks for sqlite3's own `.gcda`.
+* **a library (SQLite)**: `<tree>/configure` and `make sqlite3.c shell.c` only generate the amalgamation;
+  the recipe's own compile steps build `sqlite3.o` with the variant's flags and link `lib/libsqlite3.so` and
+  the `sqlite3` shell from it; artefact `lib/libsqlite3.so` (the load client opens it: there is no server);
+  the probe asks the library itself (ctypes) for its version and compile options; its training runs the
+  load client on the instrumented library, and `check_profile` looks for `sqlite3.o`'s `.gcda`.
 * **a tool (RocksDB's db_bench)**: no configure: its make builds in the tree, so `configure` is one step
   that copies the tree into the build directory (`cp -a <tree>/. .`); `compile` is
   `make -jN db_bench DEBUG_LEVEL=0 CC=.. CXX=.. EXTRA_CXXFLAGS=.. EXTRA_LDFLAGS=..` (the recorded

@@ -53,10 +53,12 @@ class Install:
 @dataclass(frozen=True)
 class Access:
     """How the load client reaches an instance: its command-line arguments and environment (a password
-    travels in the environment, never on a command line)."""
+    travels in the environment, never on a command line), and for an embedded engine, whose code runs
+    inside the client, the command the client runs under (valgrind, while instructions are counted)."""
 
     args: list[str]
     env: dict[str, str]
+    wrapper: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class Watermark:
     pid: int
     started: float  # the process's start time (seconds since the epoch, as the kernel gives it)
     log_offset: int
+    identity: str = ""  # what else the engine holds a step against (an embedded engine: its file's identity)
 
 
 class Instance(ABC):
@@ -168,6 +171,17 @@ class Instance(ABC):
         return set()
 
 
+@dataclass(frozen=True)
+class Costs:
+    """Rough seconds of an engine's fixed costs on a small VM (2 vCPUs), for preflight's estimate: good for
+    "minutes or hours?", not for a schedule. The defaults are Postgres's."""
+
+    start_s: float = 4.0  # a fresh data directory (2.6 s) and a start (1.4 s)
+    valgrind_starts_s: float = 45.0  # valgrind's start-ups for one counted step (the server, each run's backend)
+    build_s: float = 300.0  # a build from source with every core
+    lto_build_s: float = 360.0  # LTO's link takes a minute more
+
+
 class Engine(ABC):
     """One database engine."""
 
@@ -176,6 +190,7 @@ class Engine(ABC):
     kind: ClassVar[Kind]
     # What a study may write as a target's `source`, for error messages.
     source_forms: ClassVar[str]
+    costs: ClassVar[Costs] = Costs()
 
     # ---- sources, builds and installs ------------------------------------------------------------------
 

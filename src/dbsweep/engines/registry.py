@@ -11,13 +11,14 @@ from dbsweep.engines.base import Engine
 def engines() -> dict[str, Engine]:
     # Imported here: each engine imports its driver, which only a run that uses it should pay for.
     from dbsweep.engines.postgres import Postgres
+    from dbsweep.engines.sqlite import Sqlite
 
-    # Adding an engine: a package under engines/ with an Engine subclass, and one entry here.
-    return {e.name: e for e in (Postgres(),)}
+    # Adding an engine: a package under engines/ with an Engine subclass, and one entry here and in names().
+    return {e.name: e for e in (Postgres(), Sqlite())}
 
 
 def names() -> tuple[str, ...]:
-    return ("postgres",)
+    return ("postgres", "sqlite")
 
 
 def engine_named(name: str) -> Engine:

@@ -100,6 +100,9 @@ class InstructionCount:
     output_dir: str
     wall_s: float  # the whole measurement: load (unless reused), start under valgrind, warm-up, all runs
     reused_data: bool  # the data directory was already loaded with the same tables, rows and config
+    # What was counted: "backend" (the server process that served the client) or "client" (an embedded
+    # engine runs inside the load client, so the whole client is counted, its own instructions included).
+    counted: str = "backend"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -375,4 +378,5 @@ def instructions_per_op(
         output_dir=str(out_dir),
         wall_s=time.monotonic() - t_start,
         reused_data=reused,
+        counted="client" if engine.kind == "embedded" else "backend",
     )

@@ -56,9 +56,13 @@ class Interval:
 
 
 class Sampler:
-    """Watches the server's process tree, the host and the data directory's device while a step runs."""
+    """Watches the server's process tree, the host and the data directory's device while a step runs.
 
-    def __init__(self, server_pid: int, data_dir: Path, interval: float = 1.0) -> None:
+    With no server (`server_pid` None: an embedded engine, whose code runs inside the load client), the
+    client is what does the engine's work, so the server's figures are the client's: `cpu/o` is then the
+    client process's CPU per operation."""
+
+    def __init__(self, server_pid: int | None, data_dir: Path, interval: float = 1.0) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, not {interval}")
         self.server_pid = server_pid
@@ -68,7 +72,7 @@ class Sampler:
         self.device_note = "" if self.device else no_device_reason(data_dir)
         self.ncpu = host_ncpu()
         self.errors: list[str] = []  # failures of background samples; sampling goes on
-        self._server = ProcessTree(server_pid)
+        self._server = ProcessTree(server_pid) if server_pid is not None else None
         self._client: ProcessTree | None = None
         self._snaps: list[Snapshot] = []
         self._lock = threading.Lock()  # one sample at a time, appended in time order
@@ -83,7 +87,7 @@ class Sampler:
         if self._thread is not None or self._stopped:
             raise RuntimeError("a Sampler is started once")
         self._t0 = self.sample_now("start").t
-        self._thread = threading.Thread(target=self._run, name=f"sampler-{self.server_pid}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"sampler-{self.server_pid or 'client'}", daemon=True)
         self._thread.start()
         return self
 
@@ -141,8 +145,8 @@ class Sampler:
             t = time.monotonic()
             host = snapshot_host()
             device = snapshot_device(self.device) if self.device else None
-            server = self._server.snapshot()
             client = self._client.snapshot() if self._client else None
+            server = self._server.snapshot() if self._server else (client or _nothing(t))
             snap = Snapshot(t, host, device, server, client, time.thread_time() - cpu0, reason)
             self._snaps.append(snap)
             return snap
@@ -159,7 +163,7 @@ class Sampler:
     def samples(self) -> list[Interval]:
         """Per-interval records, one per pair of consecutive samples."""
         snaps = self.snapshots()
-        return [_interval(a, b) for a, b in itertools.pairwise(snaps)]
+        return [_interval(a, b, self._server is None) for a, b in itertools.pairwise(snaps)]
 
     # -- windows ---------------------------------------------------------------
 
@@ -192,10 +196,14 @@ class Sampler:
         a, b = span[0], span[-1]
         h = host_delta(a.host, b.host)
         d = device_delta(a.device, b.device) if a.device and b.device else None
-        s = tree_delta(a.server, b.server)
         # A client attached inside the window is measured from its attach sample on.
         first_client = next((x.client for x in span if x.client is not None), None)
         c = tree_delta(first_client, b.client) if first_client and b.client else None
+        if self._server is None:  # embedded: the client is the server
+            s = c or _still(b.t)
+            span = [x for x in span if x.client is not None] or span
+        else:
+            s = tree_delta(a.server, b.server)
         ends = span[1:]
         return StepMeasures(
             start=a.t,
@@ -248,12 +256,23 @@ class Sampler:
         )
 
 
-def _interval(a: Snapshot, b: Snapshot) -> Interval:
+def _interval(a: Snapshot, b: Snapshot, embedded: bool) -> Interval:
+    client = tree_delta(a.client, b.client) if a.client and b.client else None
     return Interval(
         t0=a.t,
         t1=b.t,
         host=host_delta(a.host, b.host),
         device=device_delta(a.device, b.device) if a.device and b.device else None,
-        server=tree_delta(a.server, b.server),
-        client=tree_delta(a.client, b.client) if a.client and b.client else None,
+        # Embedded: the client is the server, and nothing ran before it attached.
+        server=(client or _still(b.t)) if embedded else tree_delta(a.server, b.server),
+        client=client,
     )
+
+
+def _nothing(t: float) -> TreeSnapshot:
+    """The counters of no process (an embedded engine's server before its client starts)."""
+    return TreeSnapshot(t, False, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def _still(t: float) -> TreeDelta:
+    return tree_delta(_nothing(t), _nothing(t))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dbsweep import plan, verdicts
+from dbsweep.engines.registry import engine_named
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
@@ -438,6 +439,13 @@ def _assemble(
     data.group_titles, data.main_table, data.rate_note = suite.groups, suite.main_table, suite.report_note()
     data.min_effect, data.confidence = m.min_effect, m.confidence
     data.per_op_metrics = metric_names(rows)
+    engine = engine_named(study.engine)
+    if engine.kind == "embedded":
+        data.notes.append(
+            f"{engine.title} runs inside the load client: there is no server process, so cpu/o is the load "
+            "client's CPU per operation (the engine's work and the client's own), and instructions/o counts the "
+            "whole client under valgrind, the client's own instructions included (the same for every target)."
+        )
     for row in rows:
         b = row.cells[base]
         for t in data.others:

@@ -17,7 +17,7 @@ the backend's objects.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,6 +28,7 @@ from dbsweep.build.recipe import Facts, Failure, LogFn, Phase, Recipe, Step, Tra
 from dbsweep.build.variants import Variant
 from dbsweep.engines import postgres
 from dbsweep.engines.base import Install
+from dbsweep.engines.training import DEFAULT_TRAINING, Training, training_commands
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree
 
@@ -35,42 +36,6 @@ from dbsweep.sources import SourceTree
 OBJECTS_ESTIMATE = 1250
 # Extra modules later benchmarks need (the statements' statistics, table bloat).
 CONTRIB = ("pg_stat_statements", "pgstattuple")
-
-
-@dataclass(frozen=True)
-class Training:
-    """The workload a PGO build is trained on; part of the cache key and the provenance."""
-
-    name: str = "sysbench-short"
-    tables: int = 1
-    rows: int = 100_000
-    steps: tuple[str, ...] = ("point-query",)
-    clients: int = 1
-    seconds: int = 20
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "steps": ["prepare", *self.steps],
-            "tables": self.tables,
-            "rows": self.rows,
-            "clients": self.clients,
-            "seconds": self.seconds,
-        }
-
-
-DEFAULT_TRAINING = Training()
-
-
-def training_commands(t: Training) -> list[tuple[str, list[str]]]:
-    """The load client's command lines for the training workload, in order: (name of its log, arguments).
-    (Not part of the cache key: `Training.describe()` is.)"""
-    sizes = ["--tables", str(t.tables), "--rows", str(t.rows)]
-    run = ["--clients", str(t.clients), "--seconds", str(t.seconds), "--warmup", "0"]
-    return [
-        ("prepare", ["sysbench", "prepare", *sizes]),
-        *((step, ["sysbench", step, *sizes, *run]) for step in t.steps),
-    ]
 
 
 class PostgresRecipe(Recipe):
