@@ -27,6 +27,7 @@ pytestmark = pytest.mark.server
 
 CACHE = Path(os.environ.get("DBSWEEP_TEST_CACHE", "/var/tmp/dbsweep-test-cache"))
 VERSION = "3.40.1"
+SLOW = os.environ.get("DBSWEEP_SLOW_TESTS") == "1"
 
 STUDY = """\
 name = "sq"
@@ -176,3 +177,15 @@ def test_instructions_count_the_whole_client(tmp: Path) -> None:
     assert 5_000 < count.per_query < 500_000, count.per_query  # a point query, the client's own work included
     assert count.spread < 0.02, [p.per_event for p in count.pairs]
     assert all(p.long.events > p.short.events for p in count.pairs)
+
+
+@pytest.mark.skipif(not SLOW, reason="two builds and a training run (about 3 minutes): set DBSWEEP_SLOW_TESTS=1")
+def test_pgo_build_is_trained_through_the_load_client() -> None:
+    engine = engine_named("sqlite")
+    tree = debian.resolve_debian(VERSION, VERSION, CACHE / "sources", naming=engine.naming)
+    b = cache.build(engine.recipe(), tree, variants.builtin("pgo"), CACHE / "builds")
+    pgo = b.metadata["pgo"]
+    assert b.training is not None and b.training["steps"] == ["prepare", "point-query"]
+    assert pgo["profile_files"] >= 1 and pgo["training_seconds"] > 0
+    assert "-fprofile-use" in b.cflags or "-fprofile-use" in b.configure
+    assert b.install.short_version == VERSION

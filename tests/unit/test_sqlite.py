@@ -166,3 +166,20 @@ def test_an_embedded_engine_charges_the_client(tmp_path: Path) -> None:
     assert sum(r.server.user_s + r.server.sys_s for r in records) == pytest.approx(
         sum((r.client.user_s + r.client.sys_s) if r.client else 0.0 for r in records)
     )
+
+
+def test_the_report_says_where_statements_waited_for_a_lock() -> None:
+    from dbsweep.report.data import Entry, Rep, Row, lock_waits
+
+    def rep(n: int, waits: int, seconds: float, errors: int = 0) -> Rep:
+        return Rep(n, n, 100.0, 100.0, summary={"lock_waits": waits, "lock_wait_s": seconds, "error_count": errors})
+
+    cells = {
+        "a": Entry([rep(1, 0, 0.0), rep(2, 0, 0.0)]),
+        "b": Entry([rep(1, 120, 1.5, 2), rep(2, 80, 0.5, 0), rep(3, 100, 1.0, 1)]),
+        "c": Entry(),  # nothing done: nothing said
+    }
+    row = Row("update-index_range=100", 2, "write", "queries", cells, True, {})
+    assert lock_waits([row], ["a", "b", "c"]) == ["update-index_range=100 c2 b: 100 waited 1.0 s, 1 events failed"]
+    quiet = Row("point-query_range=100", 1, "point", "queries", {"a": Entry([rep(1, 0, 0.0)])}, True, {})
+    assert lock_waits([quiet], ["a"]) == []

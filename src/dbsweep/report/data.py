@@ -464,7 +464,29 @@ def _assemble(
                 higher_is_better=False,
             )
     data.groups = group_stats(rows, data.others, data.group_titles)
+    if waits := lock_waits(rows, data.ordered):
+        shown = "; ".join(waits[:12]) + (f"; and {len(waits) - 12} more" if len(waits) > 12 else "")
+        data.notes.append(f"Statements that waited for a lock (median over repetitions): {shown}.")
     return data
+
+
+def lock_waits(rows: Iterable[Row], targets: Sequence[str]) -> list[str]:
+    """Where statements waited for a lock (an embedded engine's single writer): step, clients, target, how many
+    waited and for how long, and how many events failed."""
+    out = []
+    for row in rows:
+        for t in targets:
+            reps = row.cells[t].reps
+            waited = [float(r.summary.get("lock_waits") or 0) for r in reps]
+            if not reps or not any(waited):
+                continue
+            seconds = statistics.median(float(r.summary.get("lock_wait_s") or 0) for r in reps)
+            failed = statistics.median(float(r.summary.get("error_count") or 0) for r in reps)
+            out.append(
+                f"{row.step} c{row.clients} {t}: {statistics.median(waited):,.0f} waited {seconds:.1f} s"
+                + (f", {failed:,.0f} events failed" if failed else "")
+            )
+    return out
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
