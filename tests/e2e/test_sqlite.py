@@ -86,7 +86,7 @@ def test_the_build_is_the_library_it_says(built: cache.Build) -> None:
     assert "THREADSAFE=1" in install.provenance["compile_options"]
     # Not Debian's extras: the build is SQLite's own defaults with the recipe's options.
     assert "SECURE_DELETE" not in install.provenance["compile_options"]
-    assert "-O2" in built.cflags and "sqlite3.c" in built.configure
+    assert "-O2" in built.cflags and "-DSQLITE_THREADSAFE=1" in built.cflags and "sqlite3.c" in built.configure
     system = engine_named("sqlite").system_install("system")
     assert system.short_version == VERSION and "SECURE_DELETE" in system.provenance["compile_options"]
 

@@ -163,7 +163,8 @@ class SqliteRecipe(Recipe):
         return Facts(
             version=record["library_version"],
             cc=flags["cc"],
-            cflags=flags["cflags"],
+            # The compile-time options with the flags: both change the code, and the reports show this line.
+            cflags=" ".join([flags["cflags"], *flags["options"]]),
             ldflags=flags["ldflags"],
             configure=flags["compile"],
         )
