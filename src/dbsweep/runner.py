@@ -195,6 +195,8 @@ class Runner:
         if not steps:
             return {}
         have = self.store.instruction_counts(run_id)
+        if self.rerun_failed:  # a count that failed is counted again, as a failed cell is run again
+            have = {k: v for k, v in have.items() if not v.get("error")}
         todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self.study.targets}
         return {t: sts for t, sts in todo.items() if sts}
 

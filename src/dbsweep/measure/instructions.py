@@ -50,6 +50,10 @@ _ISA_FLAG = re.compile(r"(?:^|\s|')-m(avx512\w*|amx[\w-]*)")
 
 _LOADED = "instructions-load.json"  # in the server's home: what the data directory holds
 _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
+# A long run does at least this many times the short one's events, else it is run again twice as long (at most
+# LONG_RETRIES times): the difference is the measurement, and a small one is mostly noise of start-up.
+LONG_FACTOR = 1.5
+LONG_RETRIES = 2
 
 
 @dataclass(frozen=True)
@@ -350,11 +354,21 @@ def instructions_per_op(
         for i in range(repeats):
             say(f"{step}: pair {i + 1} of {repeats} ({short_seconds} s and {long_seconds} s)")
             short, _ = session.run(run(short_seconds), short_seconds)
-            long, _ = session.run(run(long_seconds), long_seconds)
+            # The runs are timed by the wall clock, so on a busy machine a long run may get less CPU than its
+            # short one: it is run again, longer, until it did at least LONG_FACTOR times the short one's work.
+            seconds = long_seconds
+            long, _ = session.run(run(seconds), seconds)
+            for _ in range(LONG_RETRIES):
+                if long.events >= LONG_FACTOR * short.events:
+                    break
+                seconds *= 2
+                say(f"{step}: the long run did {long.events} events to the short one's {short.events}: {seconds} s")
+                long, _ = session.run(run(seconds), seconds)
             if long.events <= short.events:
                 raise StepError(
-                    f"the long run of {step} completed {long.events} events, no more than the short run's "
-                    f"{short.events}; make long_seconds longer."
+                    f"the long run of {step} completed {long.events} events in {seconds} s, no more than the short "
+                    f"run's {short.events} in {short_seconds} s (the machine was too busy for valgrind's runs); "
+                    "count again with --rerun-failed."
                 )
             pairs.append(Pair(short, long))
         if summary.get("group") != "write":
