@@ -265,3 +265,38 @@ def cmdline(p: psutil.Process) -> list[str]:
 
 def load_client_running(proc: subprocess.Popen[str]) -> bool:
     return "dbsweep-load" in names(alive(children_of(proc)))
+
+
+def foreign_process(tmp: Path, name: str) -> subprocess.Popen[str]:
+    """A process called `name` (a server's name) that is no server of ours, ready; it writes down every signal
+    it gets (to tmp/signals). The caller kills it."""
+    exe = tmp / "bin" / name
+    exe.parent.mkdir()
+    exe.symlink_to(sys.executable)
+    script = (
+        "import signal, sys, time\n"
+        "def note(n, f): open(sys.argv[1], 'a').write(str(n) + '\\n')\n"
+        "for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM): signal.signal(s, note)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([str(exe), "-c", script, str(tmp / "signals")], stdout=subprocess.PIPE, text=True)
+    if proc.stdout is None or proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"the stand-in process {name!r} did not start")
+    return proc
+
+
+class Recorder:
+    """What a build says as it goes: its messages and its progress (fraction, message)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.progress: list[tuple[float, str]] = []
+
+    def log(self, message: str) -> None:
+        self.messages.append(message)
+
+    def on_progress(self, fraction: float, message: str) -> None:
+        self.progress.append((fraction, message))

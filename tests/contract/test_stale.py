@@ -17,7 +17,7 @@ import pytest
 
 from dbsweep.engines.base import Engine
 
-from ..conftest import running_instance, wait_for, wait_no_processes
+from ..conftest import foreign_process, running_instance, wait_for, wait_no_processes
 from .engines import Support
 
 pytestmark = pytest.mark.server
@@ -36,19 +36,8 @@ def _a_server(engine_name: str, engine: Engine) -> None:
 def foreign(support: Support, tmp: Path) -> Iterator[subprocess.Popen[str]]:
     """A process named like the engine's server that is no server of ours; it writes down every signal it gets
     (to tmp/signals)."""
-    exe = tmp / "bin" / support.process_name
-    exe.parent.mkdir()
-    exe.symlink_to(sys.executable)
-    script = (
-        "import signal, sys, time\n"
-        "def note(n, f): open(sys.argv[1], 'a').write(str(n) + '\\n')\n"
-        "for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM): signal.signal(s, note)\n"
-        "print('ready', flush=True)\n"
-        "time.sleep(600)\n"
-    )
-    proc = subprocess.Popen([str(exe), "-c", script, str(tmp / "signals")], stdout=subprocess.PIPE, text=True)
+    proc = foreign_process(tmp, support.process_name)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         yield proc
     finally:
         proc.kill()

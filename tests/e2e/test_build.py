@@ -30,6 +30,8 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree
 
+from ..conftest import Recorder
+
 CACHE = Path(os.environ.get("DBSWEEP_TEST_CACHE", "/var/tmp/dbsweep-test-cache"))
 SOURCES = CACHE / "sources" / "build-tests"
 BUILDS = CACHE / "builds"
@@ -85,18 +87,6 @@ def tree() -> SourceTree:
             (Path(t) / f"postgresql-{VERSION}").rename(path)
     digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
     return SourceTree(spec=f"debian:{VERSION}", kind="debian", path=path, version=VERSION, identity=f"sha256:{digest}")
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-        self.progress: list[tuple[float, str]] = []
-
-    def log(self, message: str) -> None:
-        self.messages.append(message)
-
-    def on_progress(self, fraction: float, message: str) -> None:
-        self.progress.append((fraction, message))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ..conftest import TEST_ROOT, children_of, cmdline, dbsweep, start_run, wait_for, wait_no_processes, write_study
+from ..conftest import (
+    TEST_ROOT,
+    children_of,
+    cmdline,
+    dbsweep,
+    foreign_process,
+    start_run,
+    wait_for,
+    wait_no_processes,
+    write_study,
+)
 
 pytestmark = pytest.mark.server
 
@@ -109,7 +118,7 @@ def test_killed_postmaster_fails_its_step_not_the_next_and_resumes(tmp: Path) ->
     # The data directory was kept, with the PID file the killed server left. Let its PID now belong to a
     # process named postgres that is not ours: the retry must set the file aside and never signal it.
     datadir = next((tmp / "ws" / "data").glob("*/a/r1/pgdata"))
-    foreign = _foreign_postgres(tmp)
+    foreign = foreign_process(tmp, "postgres")
     try:
         started = int(psutil.Process(foreign.pid).create_time())
         (datadir / "postmaster.pid").write_text(f"{foreign.pid}\n{datadir}\n{started}\n5432\n/tmp\n")
@@ -169,23 +178,6 @@ def test_a_second_run_of_a_workspace_refuses_and_the_first_is_untouched(tmp: Pat
         out, _ = first.communicate(timeout=300)
     assert first.returncode == 0, out
     assert "Run 1: 6 cells done, 0 failed." in out
-
-
-def _foreign_postgres(tmp: Path) -> subprocess.Popen[str]:
-    """A process named `postgres` that is no server of ours; it writes down every signal it gets."""
-    exe = tmp / "bin" / "postgres"
-    exe.parent.mkdir()
-    exe.symlink_to(sys.executable)
-    script = (
-        "import signal, sys, time\n"
-        "def note(n, f): open(sys.argv[1], 'a').write(str(n) + '\\n')\n"
-        "for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM): signal.signal(s, note)\n"
-        "print('ready', flush=True)\n"
-        "time.sleep(600)\n"
-    )
-    proc = subprocess.Popen([str(exe), "-c", script, str(tmp / "signals")], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    return proc
 
 
 @pytest.fixture

@@ -7,11 +7,9 @@ The Debian tests fetch into a cache that persists across runs on one machine
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import shutil
-import tarfile
 import time
 from pathlib import Path
 
@@ -19,41 +17,15 @@ import pytest
 
 from dbsweep.engines.postgres.source import NAMING
 from dbsweep.errors import DbsweepError
-from dbsweep.sources import SourceTree
-from dbsweep.sources import resolve as sources_resolve
 from dbsweep.sources.debian import available, compare_versions, verify_dsc
 from dbsweep.sources.localdir import content_hash
+
+from ..sourcetrees import resolve, sha256
 
 CACHE = Path(os.environ.get("DBSWEEP_TEST_CACHE", "/var/tmp/dbsweep-test-cache")) / "sources"
 SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 
 pytestmark = pytest.mark.server
-
-
-def resolve(spec: str, root: Path, *, refresh: bool = False) -> SourceTree:
-    """A source of Postgres, as the engine names it."""
-    return sources_resolve.resolve(spec, root, naming=NAMING, refresh=refresh)
-
-
-def fake_tree(d: Path, version: str = "99.1") -> Path:
-    """A minimal tree that looks like Postgres source to dbsweep."""
-    (d / "src").mkdir(parents=True)
-    (d / "configure").write_text(f"#!/bin/sh\nPACKAGE_NAME='PostgreSQL'\nPACKAGE_VERSION='{version}'\n")
-    (d / "configure").chmod(0o755)
-    (d / "src" / "main.c").write_text("int main(void) { return 0; }\n")
-    return d
-
-
-def make_tarball(tmp_path: Path, compression: str = "gz", version: str = "99.1") -> Path:
-    tree = fake_tree(tmp_path / f"postgresql-{version}", version)
-    archive = tmp_path / f"postgresql-{version}.tar.{compression}"
-    with tarfile.open(archive, f"w:{compression}") as tf:
-        tf.add(tree, arcname=tree.name)
-    return archive
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # --- debian ---------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from dbsweep.engines.postgres.build import RECIPE, PostgresRecipe, Training
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.sources import SourceTree
 
+from ..conftest import Recorder
+
 VERSION = "15.18"
 
 
@@ -28,18 +30,6 @@ def tree(tmp_path: Path) -> SourceTree:
     path = tmp_path / f"postgresql-{VERSION}"
     path.mkdir()
     return SourceTree(f"debian:{VERSION}", "debian", path, VERSION, "sha256:" + "a" * 64)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-        self.progress: list[tuple[float, str]] = []
-
-    def log(self, message: str) -> None:
-        self.messages.append(message)
-
-    def on_progress(self, fraction: float, message: str) -> None:
-        self.progress.append((fraction, message))
 
 
 def test_builtin_variants_follow_the_method() -> None:
