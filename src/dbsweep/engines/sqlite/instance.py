@@ -111,7 +111,7 @@ class Database(base.Instance):
         settings = config.parse([(ln, "") for ln in self.config_text.splitlines()])
         # One shell session, in file order (page_size must come before WAL makes the file), each value
         # followed by a marker and its read-back.
-        sql = "".join(f"PRAGMA {s.name} = {s.value}; SELECT '{_MARK}{s.name}'; PRAGMA {s.name};\n" for s in settings)
+        sql = _set_and_read([(s.name, s.value) for s in settings])
         try:
             lines = self._shell(sql + "CREATE TABLE dbsweep_init(x); DROP TABLE dbsweep_init;", "creating the database")
         except EngineError as e:
@@ -248,8 +248,7 @@ class Database(base.Instance):
         pairs = config.pragmas(self.config_text)
         if not pairs or not self.database.is_file():
             return []
-        sql = "".join(f"PRAGMA {n} = {v}; SELECT '{_MARK}{n}'; PRAGMA {n};\n" for n, v in pairs)
-        values = _readbacks(self._shell(sql, "settings"))
+        values = _readbacks(self._shell(_set_and_read(pairs), "settings"))
         return [{"name": n, "setting": values.get(n), "set_to": v, "source": "config"} for n, v in pairs]
 
     def server_version(self) -> str:
@@ -273,6 +272,11 @@ class Database(base.Instance):
     def prewarm(self, tables: list[str]) -> None:
         """Each load client process has its own page cache: it reads the tables in when it connects."""
         self._prewarm = True
+
+
+def _set_and_read(pairs: list[tuple[str, str]]) -> str:
+    """SQL that sets each pragma, then prints a marker and what the pragma reads back (see `_readbacks`)."""
+    return "".join(f"PRAGMA {n} = {v}; SELECT '{_MARK}{n}'; PRAGMA {n};\n" for n, v in pairs)
 
 
 def _readbacks(lines: list[str]) -> dict[str, str]:
