@@ -134,6 +134,23 @@ fn sysbench_prepare_then_runs() {
     // The catalog and the pragmas show too.
     assert!(c.iter().any(|e| e.0.starts_with("PRAGMA journal_mode=wal")), "{c:?}");
 
+    // --events: a fixed amount of work per client, however long it takes, the same statements every time.
+    let fixed = |name: &str| {
+        let cap = dir.path(name);
+        let s = summary(
+            &with(&["sysbench", "update-index"], &common, &["--seconds", "100", "--warmup", "0", "--events", "37"]),
+            &[(CAPTURE_ENV, &cap)],
+        );
+        assert_clean(&s);
+        let done = s["events"].as_u64().unwrap() + s["detail"]["warmup_events"].as_u64().unwrap();
+        assert_eq!(done, 37, "{s}");
+        assert!(s["seconds"].as_f64().unwrap() < 100.0, "{s}");
+        captured(&cap)
+    };
+    let first = fixed("events1.jsonl");
+    assert_eq!(count_of(&first, "UPDATE sbtest1 SET k=k+1 WHERE id=?1"), (37, 37));
+    assert_eq!(fixed("events2.jsonl"), first, "the same statements the second time");
+
     // read-write: a transaction that writes starts with BEGIN IMMEDIATE.
     let cap = dir.path("rw.jsonl");
     let s = summary(

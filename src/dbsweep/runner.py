@@ -208,9 +208,17 @@ class Runner:
         .pre step and its plain form) are counted once per target."""
         shares = self.suite.instruction_steps()
         total = sum(len(v) for v in todo.values())
+        # Every target counts the same events of a step: the first count of it (the base's, which goes first)
+        # finds how many, and the others take that amount from the store.
+        amounts: dict[tuple[str, int], int] = {}
+        for (_t, step), v in self.store.instruction_counts(run_id).items():
+            if v.get("amount") and step in shares:
+                amounts.setdefault(shares[step], int(v["amount"]))
+        order = sorted(todo, key=lambda label: label != self.study.base)
         with self._progress() as progress:
             task = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
-            for label, steps in todo.items():
+            for label in order:
+                steps = todo[label]
                 ready = prepared[label]
                 target = self.study.target(label)
                 done: dict[tuple[str, int], tuple[dict[str, Any], str | None]] = {}
@@ -218,7 +226,9 @@ class Runner:
                     key = shares[step]
                     if key not in done:
                         progress.update(task, description=f"instructions: {label} {step}")
-                        done[key] = self._count_one(ready, target, step)
+                        done[key] = self._count_one(ready, target, step, amounts.get(key))
+                        if done[key][0].get("amount"):
+                            amounts.setdefault(key, int(done[key][0]["amount"]))
                     data, error = done[key]
                     self.store.write_instructions(run_id, target_ids[label], step, data, error)
                     if error:
@@ -227,11 +237,12 @@ class Runner:
                 if not self.keep_data:
                     shutil.rmtree(self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind", True)
 
-    def _count_one(self, ready: Prepared | str, target: Target, step: str) -> tuple[dict[str, Any], str | None]:
+    def _count_one(
+        self, ready: Prepared | str, target: Target, step: str, amount: int | None
+    ) -> tuple[dict[str, Any], str | None]:
         if isinstance(ready, str):
             return {}, ready
         home = self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
-        seconds = self.study.measure.instruction_seconds
         setup = self.suite.setup_steps()
         try:
             count = instructions.instructions_per_op(
@@ -241,10 +252,8 @@ class Runner:
                 home,
                 step=step,
                 load=[self.suite.command(s, self.suite.clients(s)[0]) for s in setup],
-                run=functools.partial(self.suite.instruction_command, step),
+                plan=self.suite.instruction_plan(step, self.study.measure.instruction_seconds, amount),
                 tables=self.suite.tables(),
-                short_seconds=seconds,
-                long_seconds=3 * seconds,
             )
         except DbsweepError as e:
             return {}, str(e)

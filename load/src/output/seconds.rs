@@ -31,6 +31,8 @@ pub struct Phase {
     /// Workers that stopped for good because their connection was lost. Once every worker (one
     /// `Live` each) has, nothing is left to measure and the reporter ends the step.
     pub lost: AtomicUsize,
+    /// Workers that ran every event they were asked for (`--events`); they end the step like lost ones.
+    pub finished: AtomicUsize,
 }
 
 #[derive(Serialize)]
@@ -46,7 +48,7 @@ pub struct SecondLine {
 }
 
 /// Emits one line per second until `phase.stop` is set, `total` has passed, or every worker has
-/// lost its connection (`phase.lost`), using wall-clock seconds from `start`; sets `phase.stop`
+/// lost its connection (`phase.lost`) or finished its events (`phase.finished`), using wall-clock seconds from `start`; sets `phase.stop`
 /// then. Switches `phase.measuring` on after `warmup`. Calls `on_measure` at the moment
 /// measurement begins and returns that instant: None if the step ended before it began.
 pub fn report_seconds(
@@ -66,7 +68,7 @@ pub fn report_seconds(
         phase.measuring.store(true, Relaxed);
     }
     // Printing zero lines to the end for workers that are all gone would only pad the step.
-    let all_lost = || phase.lost.load(Relaxed) >= live.len();
+    let all_lost = || phase.lost.load(Relaxed) + phase.finished.load(Relaxed) >= live.len();
     loop {
         t += 1;
         let tick = start + Duration::from_secs(t);

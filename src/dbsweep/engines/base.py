@@ -15,6 +15,8 @@ probed and stopped, with the statistics, sizes and log lines a step needs.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,8 +110,6 @@ class Instance(ABC):
 
     def remove(self) -> None:
         """Stops the server and removes the home directory."""
-        import shutil
-
         self.stop()
         shutil.rmtree(self.home, ignore_errors=True)
 
@@ -169,6 +169,20 @@ class Instance(ABC):
     def workers(self) -> set[int]:
         """The processes that serve clients now (for the instruction count of the one that served a run)."""
         return set()
+
+    def roles(self) -> dict[int, str]:
+        """The server's background processes now, by role (e.g. "walwriter"): the instruction count's split of
+        the work per process. Empty unless the engine can say."""
+        return {}
+
+    def save_state(self, dest: Path) -> None:
+        """Keeps a copy of the stopped instance's home (its data and the credentials that open it) in `dest`,
+        owners and modes included, to start every counted run from the same state."""
+        _copy_tree(self.home, dest)
+
+    def restore_state(self, src: Path) -> None:
+        """Replaces the stopped instance's home with the copy `save_state` kept."""
+        _copy_tree(src, self.home)
 
 
 @dataclass(frozen=True)
@@ -274,3 +288,11 @@ class Engine(ABC):
     def compile_flags(self, install: Install) -> str:
         """What the install was compiled with (flags and configure line), for checks such as valgrind's."""
         return " ".join(str(install.provenance.get(k, "")) for k in ("cflags", "configure"))
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """dest becomes a copy of src; `cp -a` keeps the owners (the server runs as its own user)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    r = subprocess.run(["cp", "-a", "--", str(src), str(dest)], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise EngineError(f"cannot copy {src} to {dest}: {r.stderr.strip()}")

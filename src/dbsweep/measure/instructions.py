@@ -1,19 +1,23 @@
-"""Instructions per operation of the serving backend, counted by valgrind: a deterministic CPU cost.
+"""Instructions per operation of every process that does a step's work, counted by valgrind: a deterministic CPU
+cost, with the share each process had.
 
-QPS on a shared machine moves by several per cent from run to run; the number of instructions one backend
-executes for the same statements moves by thousandths of a per cent. The server runs under valgrind
-(cachegrind without cache or branch simulation: it only counts instructions, the cheapest way valgrind has),
-one client runs the workload twice on fresh connections, a short run and a long one, and
+QPS on a shared machine moves by several per cent from run to run; the number of instructions the server
+executes for the same statements moves by thousandths of a per cent. The tables are loaded once at full speed,
+without valgrind, then settled (frozen, analysed, checkpointed: no read sets hint bits, nothing is left for
+background work) and the data directory is kept as a pristine copy. Each run then starts from that copy, under
+valgrind (every process writes its own output file when it exits; cachegrind without cache or branch
+simulation only counts instructions, callgrind also keeps who called whom), warms the engine's cache, runs one
+client for a while (a timed step) or for a number of rows (a sized one, such as the load, from an empty
+database), and stops the server, so the background processes (WAL writer, checkpointer, ...) write theirs too.
+Two such runs, a short one and a long one, give
 
     instructions per operation = (Ir_long - Ir_short) / (ops_long - ops_short)
 
-where Ir is the total the backend's output file reports when it exits at disconnect. The difference cancels
-what every connection costs once: authentication, catalog caches, preparing the statements, exit.
-
-The tables are loaded at full speed, without valgrind, then frozen, analysed and checkpointed, so no run
-pays for setting hint bits; under valgrind the buffer pool is warmed and one throw-away run touches what the
-runs will, so the first pair costs what the later ones do. Only single-client CPU-bound steps make sense
-here: anything that waits on I/O or on other clients is not what an instruction count describes.
+summed over every process; the difference cancels what every run costs once (start-up, the warm-up, the
+shutdown), and the same difference per process says how much of the work was the foreground's. Only
+single-client steps make sense here: waits on I/O or on other clients are not what an instruction count
+describes. Background work that is timed by the clock rather than by the work (a WAL writer's wake-ups) makes
+a step less repeatable: the spread over the pairs says by how much.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Literal
 
 import psutil
 
-from dbsweep import loadclient, procs
+from dbsweep import loadclient
 from dbsweep.engines.base import Engine, EngineError, Install, Instance
 from dbsweep.errors import DbsweepError, StepError
 
@@ -48,25 +52,47 @@ _UNRUNNABLE_MARCH = re.compile(
 _MARCH = re.compile(r"(?:^|\s|')-march=([\w.-]+)")
 _ISA_FLAG = re.compile(r"(?:^|\s|')-m(avx512\w*|amx[\w-]*)")
 
-_LOADED = "instructions-load.json"  # in the server's home: what the data directory holds
+_LOADED = "instructions-load.json"  # in the server's home: what the pristine copy holds
+_PRISTINE = "pristine"  # the loaded, settled data directory every run starts from
 _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
 # A long run does at least this many times the short one's events, else it is run again twice as long (at most
 # LONG_RETRIES times): the difference is the measurement, and a small one is mostly noise of start-up.
-LONG_FACTOR = 1.5
-LONG_RETRIES = 2
+LONG_RUN = 3  # the long run does this many times the short one's work
+MIN_EVENTS = 20  # a probe that completes fewer is too short to count anything by
+# Roles of the processes whose files a run leaves; an engine names its background processes itself.
+FOREGROUND = "foreground"  # the processes that served the client (backends, or an embedded engine's client)
+OTHER = "other"  # a process the engine did not name (start-up, the warm-up's connection, ...): constant per run
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """How the instruction pass runs one step: the load client's arguments for an amount of it (events, or
+    rows of a sized step such as the load), the short amount (the long run does LONG_RUN times as much),
+    and whether it starts from an empty database (the load) rather than from the loaded tables.
+
+    Runs do a fixed amount of work, never "as much as fits in N seconds": a write's cost per event depends on
+    how many events came before it (the first change to a page after a checkpoint logs the whole page), so
+    two targets compare only over the same events. Without a known `short`, the first short run is timed by
+    `probe` and the events it completed become the amount, for every later run and, through the stored
+    count, for every other target of the run."""
+
+    command: Callable[[int], list[str]]
+    unit: Literal["events", "rows"] = "events"
+    short: int | None = None
+    probe: Callable[[], list[str]] | None = None
+    from_empty: bool = False
 
 
 @dataclass(frozen=True)
 class Run:
-    """One run of the load client on one connection, and what its backend executed."""
+    """One run of the load client on one connection, and what every process of the run executed."""
 
-    seconds: int  # the load client's --seconds
+    amount: int  # the events or rows the client was asked for (0: a probe, timed)
     events: int  # every event the client completed, warm-up share included
     queries: int  # events x statements per event (BEGIN/COMMIT not counted, as sysbench does)
-    instructions: int  # the backend's total Ir, connection start-up and exit included
-    backend_pid: int
-    output_file: str  # valgrind's file for the backend: `cg_annotate` / `callgrind_annotate` it to see why
-    other_files: int  # output files of other processes of the run (the client's table check, ...): ignored
+    instructions: int  # every process's total Ir: start-up, warm-up and shutdown included
+    by_role: dict[str, int]  # the same, per role of the process
+    output_dir: str  # valgrind's files of the run, one per process: `cg_annotate` one to see why
     wall_s: float
 
 
@@ -85,33 +111,52 @@ class Pair:
     def per_query(self) -> float:
         return (self.long.instructions - self.short.instructions) / (self.long.queries - self.short.queries)
 
+    def per_event_by_role(self) -> dict[str, float]:
+        d = self.long.events - self.short.events
+        roles = set(self.short.by_role) | set(self.long.by_role)
+        return {r: (self.long.by_role.get(r, 0) - self.short.by_role.get(r, 0)) / d for r in sorted(roles)}
+
 
 @dataclass(frozen=True)
 class InstructionCount:
-    """Instructions per operation of the serving backend for one step, over `repeats` pairs of runs."""
+    """Instructions per operation of the processes that did one step's work, over `repeats` pairs of runs."""
 
     step: str
     command: list[str]  # the load client's arguments for the short run
     statements_per_event: int
-    per_event: float  # median over the pairs
+    per_event: float  # median over the pairs, every process
     per_query: float
-    spread: float  # (max - min) / median of the pairs' per-event figures; ~1e-4 is normal
+    spread: float  # (max - min) / median of the pairs' per-event figures; ~1e-4 is normal for a read
     pairs: list[Pair]
     tool: str
     valgrind_version: str
-    valgrind_command: list[str]  # the wrapper the postmaster ran under
+    valgrind_command: list[str]  # the wrapper the server (or an embedded engine's client) ran under
     server_version: str
     output_dir: str
-    wall_s: float  # the whole measurement: load (unless reused), start under valgrind, warm-up, all runs
-    reused_data: bool  # the data directory was already loaded with the same tables, rows and config
-    # What was counted: "backend" (the server process that served the client) or "client" (an embedded
-    # engine runs inside the load client, so the whole client is counted, its own instructions included).
-    counted: str = "backend"
+    wall_s: float  # the whole measurement: load (unless reused), every run under valgrind
+    reused_data: bool  # the pristine copy was already loaded with the same tables, rows and config
+    # What was counted: "server" (every process of the server) or "client" (an embedded engine runs inside the
+    # load client, so the whole client is counted, its own instructions included).
+    counted: str = "server"
+    unit: str = "events"
+    amount: int = 0  # the short runs' events or rows (the long ones do LONG_RUN times as many)
+    # Per event, per role of the process, from the median pair; `foreground` is the work done for the client.
+    by_role: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def foreground_share(self) -> float | None:
+        """The foreground's share of the work per operation (None without a split)."""
+        fg = self.by_role.get(FOREGROUND)
+        return fg / self.per_event if fg is not None and self.per_event else None
+
+    def median_pair(self) -> Pair:
+        return sorted(self.pairs, key=lambda p: p.per_event)[(len(self.pairs) - 1) // 2]
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         for p, pair in zip(d["pairs"], self.pairs, strict=True):
             p.update(per_event=pair.per_event, per_query=pair.per_query)
+        d["foreground_share"] = self.foreground_share
         return d
 
 
@@ -225,73 +270,131 @@ def _alive(pid: int) -> bool:
 # ---- the measurement ------------------------------------------------------------------------------
 
 
-class _Session:
-    """A running server under valgrind and the load client's view of it."""
+def _files(out_dir: Path) -> dict[int, Path]:
+    """pid -> its output file, for the files valgrind has written in `out_dir` so far."""
+    out: dict[int, Path] = {}
+    for f in out_dir.iterdir():
+        pid = _file_pid(f)
+        if pid is not None:
+            out[pid] = f
+    return out
 
-    def __init__(self, instance: Instance, out_dir: Path, logs: Path) -> None:
+
+def _complete(files: dict[int, Path], what: str) -> dict[int, int]:
+    """pid -> total Ir of each file; waits a little for a file still being written, then fails clearly."""
+    deadline = time.monotonic() + 30.0
+    out: dict[int, int] = {}
+    for pid, f in files.items():
+        while (ir := read_ir(f)) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if ir is None:
+            raise StepError(f"valgrind's file {f} of {what} has no totals: the process did not exit cleanly.")
+        out[pid] = ir
+    return out
+
+
+class _Pass:
+    """The runs of one step: each from the pristine copy (or an empty database), under valgrind."""
+
+    def __init__(self, instance: Instance, wrapper: Callable[[Path], list[str]], home: Path, plan: CountPlan) -> None:
         self.instance = instance
-        self.out_dir = out_dir
-        self.logs = logs
+        self.wrapper = wrapper
+        self.home = home
+        self.plan = plan
+        self.logs = home / "instructions-logs"
         self.runs = 0
+        self.summary: dict[str, Any] = {}
 
-    def run(self, command: list[str], seconds: int) -> tuple[Run, dict[str, Any]]:
-        """Runs the load client once; finds its backend's output file once every backend of the run is gone."""
-        before = self.instance.workers()
-        files_before = set(self.out_dir.iterdir())
+    def _fresh_data(self) -> None:
+        pristine = self.home / _PRISTINE
+        if self.plan.from_empty:
+            self.instance.init()
+        else:
+            self.instance.restore_state(pristine)
+
+    def run(self, amount: int, tables: list[str]) -> Run:
+        """One run of `amount` events or rows (0: the plan's probe, timed): fresh data, the server under
+        valgrind, the warm-up, the client, the server stopped."""
         self.runs += 1
+        out_dir = self.home / "valgrind" / f"run{self.runs}"
+        _writable_dir(out_dir, self.instance.user)
         t0 = time.monotonic()
-        out = loadclient.run(
-            command, loadclient.connection_to(self.instance), self.logs / f"run{self.runs}-{seconds}s.log"
-        )
-        s = out.result.flat()
-        if s.get("error_count"):
-            raise StepError(
-                f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+        self._fresh_data()
+        self.instance.wrapper = self.wrapper(out_dir)
+        self.instance.start()
+        try:
+            if not self.plan.from_empty:
+                try:
+                    self.instance.prewarm(tables)
+                except EngineError as e:
+                    raise StepError(f"warming the cache failed: {e}") from e
+            # A process alive now (the warm-up's connection may still be exiting) is not the client's.
+            base = self.instance.workers()
+            setup_files = set(_files(out_dir))
+            if amount == 0 and self.plan.probe is None:
+                raise DbsweepError("the plan has no probe, so its amount must be given")
+            command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
+            out = loadclient.run(
+                command, loadclient.connection_to(self.instance), self.logs / f"run{self.runs}-{amount}.log"
             )
-        # Backends born during the run write their file as they exit, which valgrind makes slow.
-        _wait_gone(self.instance.workers() - before, _WAIT_EXIT_S)
-        wall = time.monotonic() - t0
-        # A file of a process that already existed before the run (a slow-exiting earlier backend) is not ours.
-        found: list[tuple[int, Path, int]] = []
-        for f in set(self.out_dir.iterdir()) - files_before:
-            pid = _file_pid(f)
-            ir = read_ir(f)
-            if pid is not None and pid not in before and ir is not None:
-                found.append((ir, f, pid))
-        if not found:
+            s = out.result.flat()
+            if s.get("error_count"):
+                raise StepError(
+                    f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+                )
+            # Backends born during the run write their file as they exit, which valgrind makes slow.
+            _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
+            foreground = {pid for pid in set(_files(out_dir)) - setup_files if pid not in base}
+            roles = self.instance.roles()
+        finally:
+            self.instance.stop()
+        counts = _complete(_files(out_dir), f"run {self.runs}")
+        if not foreground:
             raise StepError(
-                f"no backend output file appeared in {self.out_dir} after a run of {' '.join(command[:2])}; "
-                f"valgrind's messages are in {self.instance.log}."
+                f"no output file of the client's {'backend' if self.instance.pid else 'process'} appeared in "
+                f"{out_dir} during a run of {' '.join(command[:2])}; valgrind's messages are in {self.instance.log}."
             )
-        ir, path, pid = max(found)  # the serving backend did far more than the client's table check
+        by_role: dict[str, int] = {}
+        for pid, ir in counts.items():
+            role = FOREGROUND if pid in foreground else roles.get(pid, OTHER)
+            by_role[role] = by_role.get(role, 0) + ir
+        self.summary = s
         # With --warmup 0 an event can finish before the client marks the start of measurement: count both.
         events = int(s["events"]) + int(s.get("warmup_events", 0))
-        run = Run(
-            seconds=seconds,
+        return Run(
+            amount=amount,
             events=events,
-            queries=events * int(s["statements_per_event"]),
-            instructions=ir,
-            backend_pid=pid,
-            output_file=str(path),
-            other_files=len(found) - 1,
-            wall_s=wall,
+            queries=events * int(s.get("statements_per_event") or 1),
+            instructions=sum(counts.values()),
+            by_role=by_role,
+            output_dir=str(out_dir),
+            wall_s=time.monotonic() - t0,
         )
-        return run, s
 
 
-def _load(instance: Instance, load: list[list[str]], logs: Path, say: Callable[[str], None]) -> None:
-    """A fresh data directory and the tables, at full speed; settled so reads set no hint bits."""
+def _writable_dir(path: Path, user: str | None) -> None:
+    """A directory the server's processes (running as `user`) can write their output files into."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o755)
+    if user is not None:
+        shutil.chown(path, user)
+
+
+def _load(instance: Instance, load: list[list[str]], home: Path, say: Callable[[str], None]) -> None:
+    """A fresh data directory and the tables, at full speed, settled; kept as the pristine copy."""
     say("a fresh data directory and the load (without valgrind)")
+    instance.wrapper = None
     instance.init()
     instance.start()
     try:
         for i, command in enumerate(load):
-            loadclient.run(command, loadclient.connection_to(instance), logs / f"load{i}.log")
+            loadclient.run(command, loadclient.connection_to(instance), home / "instructions-logs" / f"load{i}.log")
         instance.settle()
     except EngineError as e:
         raise StepError(f"settling the loaded tables failed: {e}") from e
     finally:
         instance.stop()
+    instance.save_state(home / _PRISTINE)
 
 
 def instructions_per_op(
@@ -302,98 +405,90 @@ def instructions_per_op(
     *,
     step: str,
     load: list[list[str]],
-    run: Callable[[int], list[str]],
+    plan: CountPlan,
     tables: list[str],
-    short_seconds: int = 2,
-    long_seconds: int = 6,
     repeats: int = 2,
     tool: Tool = "cachegrind",
     say: Callable[[str], None] | None = None,
 ) -> InstructionCount:
-    """Instructions per event and per query of the backend serving one client of `step`.
+    """Instructions per event and per query of the processes doing `step` for one client.
 
-    `load` are the load client's commands that build the tables (the suite's setup), `run(seconds)` the one
-    that runs the step for that long on one client. `home` holds the server (data directory, logs) and
-    valgrind's output files; a data directory loaded by an earlier call with the same install, config and
-    load is reused. Every process started here is stopped on return, on error and on Ctrl-C."""
+    `load` are the load client's commands that build the tables (the suite's setup), `plan` how to run the step
+    for a short and a long amount. `home` holds the server (data directory, the pristine copy, logs) and
+    valgrind's output files (one directory per run); a pristine copy loaded by an earlier call with the same
+    install, config and load is reused. Every process started here is stopped on return, on error and on
+    Ctrl-C."""
     say = say or (lambda _msg: None)
     t_start = time.monotonic()
-    if not 0 < short_seconds < long_seconds:
-        raise DbsweepError(f"need 0 < short_seconds < long_seconds, not {short_seconds} and {long_seconds}")
+    if plan.short is None and plan.probe is None:
+        raise DbsweepError(f"the plan of {step} gives neither an amount nor a probe to find one")
+    if plan.short is not None and plan.short < 1:
+        raise DbsweepError(f"the short run's amount must be positive, not {plan.short}")
     if repeats < 1:
         raise DbsweepError(f"repeats must be at least 1, not {repeats}")
     version = valgrind_version()
     check_runnable(engine, install)
     home = home.resolve()
-    out_dir = home / "valgrind"
-    wrapper = valgrind_wrapper(tool, out_dir)
     user = engine.server_user()
-    instance = engine.instance(install, home, "instructions", config_text, user)
+    # The instance's home is remade by each init: the pristine copy and valgrind's files live beside it.
+    home.mkdir(parents=True, exist_ok=True)
+    instance = engine.instance(install, home / "server", "instructions", config_text, user)
     instance.config_text = config_text.rstrip() + "\n" + instance.quiet_config
     identity = {"bindir": str(install.bindir), "config": instance.config_text, "load": load}
     marker = home / _LOADED
-    logs = home / "instructions-logs"
+    shutil.rmtree(home / "valgrind", ignore_errors=True)
     try:
-        reused = instance.initialized() and marker.is_file() and json.loads(marker.read_text()) == identity
+        reused = (home / _PRISTINE).is_dir() and marker.is_file() and json.loads(marker.read_text()) == identity
         if not reused:
-            _load(instance, load, logs, say)
-        # A write step changes the data: the marker comes back only if this measurement leaves it intact.
-        marker.unlink(missing_ok=True)
-        shutil.rmtree(out_dir, ignore_errors=True)
-        r = procs.run_as(["mkdir", "-m", "0755", out_dir], user=user)
-        if r.returncode != 0:
-            raise DbsweepError(f"cannot create {out_dir}: {r.stdout.strip()}")
-        say(f"start under {tool}")
-        instance.wrapper = wrapper
-        instance.start()
-        try:
-            instance.prewarm(tables)
-        except EngineError as e:
-            raise StepError(f"warming the cache failed: {e}") from e
-        session = _Session(instance, out_dir, logs)
-        say(f"{step}: warm-up run under {tool}")
-        _, summary = session.run(run(1), 1)  # touches what the measured runs touch; also checks the step
+            marker.unlink(missing_ok=True)
+            _load(instance, load, home, say)
+            marker.write_text(json.dumps(identity))
+        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d), home, plan)
+        amount = plan.short
         pairs: list[Pair] = []
         for i in range(repeats):
-            say(f"{step}: pair {i + 1} of {repeats} ({short_seconds} s and {long_seconds} s)")
-            short, _ = session.run(run(short_seconds), short_seconds)
-            # The runs are timed by the wall clock, so on a busy machine a long run may get less CPU than its
-            # short one: it is run again, longer, until it did at least LONG_FACTOR times the short one's work.
-            seconds = long_seconds
-            long, _ = session.run(run(seconds), seconds)
-            for _ in range(LONG_RETRIES):
-                if long.events >= LONG_FACTOR * short.events:
-                    break
-                seconds *= 2
-                say(f"{step}: the long run did {long.events} events to the short one's {short.events}: {seconds} s")
-                long, _ = session.run(run(seconds), seconds)
+            if amount is None:
+                say(f"{step}: pair 1 of {repeats}, its short run timed to find how many events to count")
+                short = counting.run(0, tables)
+                if short.events < MIN_EVENTS:
+                    raise StepError(
+                        f"the timed run of {step} completed {short.events} events, too few to count by (at least "
+                        f"{MIN_EVENTS}); give it more time (measure.instruction_seconds)."
+                    )
+                amount = short.events  # the same statements as a run of that many events
+            else:
+                say(f"{step}: pair {i + 1} of {repeats} ({amount:,} and {LONG_RUN * amount:,} {plan.unit})")
+                short = counting.run(amount, tables)
+            long = counting.run(LONG_RUN * amount, tables)
             if long.events <= short.events:
                 raise StepError(
-                    f"the long run of {step} completed {long.events} events in {seconds} s, no more than the short "
-                    f"run's {short.events} in {short_seconds} s (the machine was too busy for valgrind's runs); "
-                    "count again with --rerun-failed."
+                    f"the long run of {step} completed {long.events} events, no more than the short run's "
+                    f"{short.events}: the load client ended it early (its log is in {counting.logs})."
                 )
             pairs.append(Pair(short, long))
-        if summary.get("group") != "write":
-            marker.write_text(json.dumps(identity))
     finally:
+        instance.wrapper = None
         instance.stop()
+    assert amount is not None
     per_event = [p.per_event for p in pairs]
     mid = statistics.median(per_event)
-    return InstructionCount(
+    count = InstructionCount(
         step=step,
-        command=run(short_seconds),
-        statements_per_event=int(summary["statements_per_event"]),
+        command=plan.command(amount),
+        statements_per_event=int(counting.summary.get("statements_per_event") or 1),
         per_event=mid,
         per_query=statistics.median(p.per_query for p in pairs),
         spread=(max(per_event) - min(per_event)) / mid if mid else 0.0,
         pairs=pairs,
         tool=tool,
         valgrind_version=version,
-        valgrind_command=wrapper,
+        valgrind_command=valgrind_wrapper(tool, home / "valgrind" / "run%N"),
         server_version=install.version,
-        output_dir=str(out_dir),
+        output_dir=str(home / "valgrind"),
         wall_s=time.monotonic() - t_start,
         reused_data=reused,
-        counted="client" if engine.kind == "embedded" else "backend",
+        counted="client" if engine.kind == "embedded" else "server",
+        unit=plan.unit,
+        amount=amount,
     )
+    return dataclasses.replace(count, by_role=count.median_pair().per_event_by_role())

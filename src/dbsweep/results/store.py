@@ -486,14 +486,16 @@ class Store:
                 )
 
     def instruction_counts(self, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
-        """(target, step) -> per_event, per_query, spread, error."""
+        """(target, step) -> per_event, per_query, spread, error, and the rest of what was stored (`data`)."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
-        for name, step, per_event, per_query, spread, error in self.db.execute(
-            "SELECT t.name, i.step, i.per_event, i.per_query, i.spread, i.error FROM instructions i "
+        for name, step, per_event, per_query, spread, error, data in self.db.execute(
+            "SELECT t.name, i.step, i.per_event, i.per_query, i.spread, i.error, i.data FROM instructions i "
             "JOIN targets t ON t.id = i.target_id WHERE i.run_id = ?",
             (run_id,),
         ):
-            out[(name, step)] = {"per_event": per_event, "per_query": per_query, "spread": spread, "error": error}
+            d = json.loads(data) if data else {}
+            d.update(per_event=per_event, per_query=per_query, spread=spread, error=error)
+            out[(name, step)] = d
         return out
 
     def per_op(self, run_id: int) -> dict[int, dict[str, float | None]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 
 if TYPE_CHECKING:
@@ -177,8 +178,9 @@ class Suite(ABC):
         share (steps with the same key are counted once); none unless the suite says so."""
         return {}
 
-    def instruction_command(self, step: str, seconds: int) -> list[str]:
-        """The load client's arguments for one client running `step` for `seconds` under valgrind."""
+    def instruction_plan(self, step: str, seconds: int, amount: int | None = None) -> CountPlan:
+        """How the valgrind pass runs one client of `step`: `amount` events (or the events a run of `seconds`
+        completes, when not known yet) and three times as many; a sized step (the load) its own rows."""
         raise NotImplementedError(f"the {self.name} suite counts no instructions")
 
     def describe(self) -> str:

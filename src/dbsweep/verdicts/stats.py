@@ -315,16 +315,16 @@ def false_positive_rate(verdicts: Sequence[str]) -> float:
     return sum(v in ("faster", "slower") for v in verdicts) / len(verdicts)
 
 
-# Instruction counts repeat to about 0.01 %; a change smaller than this floor is not reported.
+# Instruction counts of a read repeat to about 0.01 %; a change smaller than this floor is never reported.
 INSTRUCTION_FLOOR = 0.002
 
 
-def instruction_verdict(base: float, target: float, spread: float = 0.0) -> Verdict:
+def instruction_verdict(base: float, target: float, spread: float = 0.0, floor: float = INSTRUCTION_FLOOR) -> Verdict:
     """Verdict on instructions per operation: fewer is faster. Counts are deterministic, so no interval is
     needed: a change beyond the floor (or three times the measured spread, if larger) is real."""
     if base <= 0 or target <= 0:
         raise ValueError("instruction counts must be positive")
     ratio = target / base
-    if abs(ratio - 1) < max(INSTRUCTION_FLOOR, 3 * spread):
+    if abs(ratio - 1) < max(floor, 3 * spread):
         return "same"
     return "faster" if ratio < 1 else "slower"

@@ -30,13 +30,16 @@ pub struct RunOpts {
     pub range: u32,
     /// The exponent of the zipfian id distribution (update-zipf).
     pub zipf_exp: f64,
+    /// Each client stops after this many events (warm-up ones included), or at the end of the seconds:
+    /// a fixed amount of work, for counting instructions.
+    pub events: Option<u64>,
 }
 
 impl RunOpts {
     /// Rejects impossible options, in one line, before anything connects.
     pub fn check(&self, w: &Workload) -> Result<(), String> {
-        if self.tables == 0 || self.rows <= 0 || self.clients == 0 || self.seconds == 0 {
-            return Err("tables, rows, clients and seconds must all be positive".into());
+        if self.tables == 0 || self.rows <= 0 || self.clients == 0 || self.seconds == 0 || self.events == Some(0) {
+            return Err("tables, rows, clients, seconds and events must all be positive".into());
         }
         if !(self.zipf_exp.is_finite() && self.zipf_exp > 0.0) {
             return Err(format!("--zipf-exp must be a positive number, not {}", self.zipf_exp));
@@ -279,7 +282,13 @@ fn work<S: Session>(
     // One clock read per event: an event's end is the next one's start (the bookkeeping between
     // them takes tens of nanoseconds, against tens of microseconds per event).
     let mut t0 = Instant::now();
+    let mut left = opts.events.unwrap_or(u64::MAX);
     while !phase.stop.load(Relaxed) {
+        if left == 0 {
+            phase.finished.fetch_add(1, Relaxed);
+            break;
+        }
+        left -= 1;
         let result = worker.event(w, opts, &dom);
         let t1 = Instant::now();
         let us = (t1.duration_since(t0).as_micros() as u64).max(1);
@@ -396,6 +405,7 @@ mod tests {
             seed: 1,
             range: 100,
             zipf_exp: 0.8,
+            events: None,
         }
     }
 

@@ -194,6 +194,9 @@ pub struct Options {
     /// Exponent of the zipfian id distribution of update-zipf (0.8).
     #[arg(long)]
     pub zipf_exp: Option<f64>,
+    /// Each client stops after this many events (warm-up included), or when the seconds end if sooner.
+    #[arg(long)]
+    pub events: Option<u64>,
 }
 
 /// A sysbench step with its options resolved.
@@ -219,6 +222,7 @@ impl Options {
                 ("--no-prepared", self.no_prepared),
                 ("--range", self.range.is_some()),
                 ("--zipf-exp", self.zipf_exp.is_some()),
+                ("--events", self.events.is_some()),
             ];
             let given: Vec<&str> = run_only.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
             if !given.is_empty() {
@@ -248,6 +252,7 @@ impl Options {
                 seed: self.seed,
                 range: self.range.unwrap_or(100),
                 zipf_exp: self.zipf_exp.unwrap_or(0.8),
+                events: self.events,
             },
         ))
     }

@@ -459,6 +459,22 @@ max_parallel_workers_per_gather = 0
         except psutil.Error:
             return set()
 
+    def roles(self) -> dict[int, str]:
+        """The postmaster and its background processes by type (checkpointer, walwriter, ...); backends aside."""
+        if self.proc is None:
+            return {}
+        try:
+            with self.connect() as c:
+                rows = c.execute(
+                    "SELECT pid, backend_type FROM pg_stat_activity "
+                    "WHERE backend_type <> 'client backend' AND pid <> pg_backend_pid()"
+                ).fetchall()
+        except psycopg.Error as e:
+            raise EngineError(_one_line(e)) from None
+        out = {int(pid): str(kind).replace(" ", "-") for pid, kind in rows}
+        out[self.proc.pid] = "postmaster"
+        return out
+
     def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
         return {
             "host": "127.0.0.1",
@@ -477,6 +493,11 @@ max_parallel_workers_per_gather = 0
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
+            # Until the postmaster says it is ready, a probe would make it fork a child just to refuse it: under
+            # valgrind each such child costs millions of counted instructions, and their number would vary.
+            if self._pid_file_status() == "starting" and self.proc.poll() is None:
+                time.sleep(0.1)
+                continue
             if self.proc.poll() is not None:
                 raise ServerError(
                     f"Postgres exited during start ({_describe_exit(self.proc.returncode)}); "
@@ -488,11 +509,23 @@ max_parallel_workers_per_gather = 0
                 return
             except psycopg.OperationalError as e:
                 last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                if "authentication failed" in last:
+                    # The server is up and refuses our credentials: waiting will not change that.
+                    raise ServerError(f"Postgres refused dbsweep's generated credentials: {last}") from None
                 time.sleep(0.1)
         raise ServerError(
             f"Postgres did not answer within {timeout:.0f} s ({last}); "
             f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
         )
+
+    def _pid_file_status(self) -> str:
+        """The postmaster's status line in postmaster.pid ("starting", "ready", ...); "starting" while the file
+        or its line is not written yet."""
+        try:
+            lines = (self.datadir / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return "starting"
+        return lines[7].strip() if len(lines) > 7 else "starting"
 
     def _ensure_database(self) -> None:
         with self.connect("postgres") as c:

@@ -3,12 +3,14 @@ with the postwrite maintenance where the method puts it."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
@@ -29,6 +31,8 @@ LOAD_ROWS_PER_S = 50_000
 INDEX_ROWS_PER_S = 1_000_000
 VACUUM_ROWS_PER_S = 2_000_000
 CHECKPOINT_S = 2.0
+EVENTS_CAP_SECONDS = 3600
+LOAD_COUNT_ROWS = 20_000  # the instruction pass's short load at most (the long one loads three times as many)
 STEP_OVERHEAD_S = 1.0  # per step and client count: connecting, preparing, the statistics after it
 ROW_BYTES = 270  # heap, primary key and the index on k (264 B measured)
 # The most rows one client's `insert` step could add per second (7k measured): only for the check that the
@@ -194,12 +198,31 @@ class Sysbench(Suite):
         return float(self.seconds(step) + s.warmup_seconds + 1)
 
     def instruction_steps(self) -> dict[str, tuple[str, int]]:
-        """The measured read steps; a .pre step and its plain form share their count."""
-        return {
-            st: (STEPS[st].workload, STEPS[st].range)
-            for st in self.steps()
-            if STEPS[st].duration == "read" and STEPS[st].group != "warm"
-        }
+        """Every measured step and the load; a .pre step and its plain form share their count (each run
+        starts from the same freshly loaded tables)."""
+        steps = {st: (STEPS[st].workload, STEPS[st].range) for st in self.steps() if STEPS[st].group != "warm"}
+        return {LOAD_STEP: (LOAD_STEP, 0), **steps}
+
+    def instruction_plan(self, step: str, seconds: int, amount: int | None = None) -> CountPlan:
+        if step == LOAD_STEP:
+            # The load's cost per row at a size valgrind gets through in a minute or two; the difference of
+            # two loads cancels creating the tables and their indexes' fixed costs.
+            short = min(max(self.settings.rows // 10, 1000), LOAD_COUNT_ROWS)
+            return CountPlan(self._load_rows, unit="rows", short=short, from_empty=True)
+        return CountPlan(
+            functools.partial(self._events, step),
+            short=amount,
+            probe=functools.partial(self.instruction_command, step, seconds),
+        )
+
+    def _load_rows(self, rows: int) -> list[str]:
+        s = self.settings
+        sizes = ["--tables", str(s.tables), "--rows", str(rows), "--seed", str(s.seed)]
+        return ["sysbench", "prepare", *sizes] + ([] if s.primary_key else ["--no-pk"])
+
+    def _events(self, step: str, events: int) -> list[str]:
+        # The seconds only bound a run that cannot finish its events (a stuck server); valgrind is slow.
+        return [*self._run(step, 1, EVENTS_CAP_SECONDS, 0), "--events", str(events)]
 
     def instruction_command(self, step: str, seconds: int) -> list[str]:
         return self._run(step, 1, seconds, 0)
