@@ -35,6 +35,23 @@ def load_binary() -> Path:
     )
 
 
+def flame_binary() -> Path:
+    """The dbsweep-flame binary (folds perf's stacks, draws flame graphs) the setup built, or DBSWEEP_FLAME's."""
+    env = os.environ.get("DBSWEEP_FLAME")
+    candidates = [Path(env)] if env else []
+    candidates.append(PROJECT_ROOT / "load" / "target" / "release" / "dbsweep-flame")
+    on_path = shutil.which("dbsweep-flame")
+    if on_path:
+        candidates.append(Path(on_path))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise DbsweepError(
+        "the flame graph tool dbsweep-flame is not built; run scripts/setup.sh "
+        "(or `cargo build --release` in load/), or set DBSWEEP_FLAME to its path."
+    )
+
+
 def shown(path: Path) -> str:
     """A path as the user would type it: relative to the current directory when inside it."""
     try:

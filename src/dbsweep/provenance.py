@@ -1,6 +1,7 @@
 """What produced a result, as one record kept with every cell: dbsweep's and the load client's versions,
-the host's facts, the engine's build and version, the config diff and the settings the server reports,
-the suite's settings, the server user, the CPU placement and whether the tables were rebuilt to resume."""
+the host's facts (its tuning among them), the engine's build and version, the config diff and the settings
+the server reports, the suite's settings, the server user, the CPU placement and whether the tables were
+rebuilt to resume."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from dbsweep import __version__
+from dbsweep.measure import tuning
 
 if TYPE_CHECKING:
     from dbsweep.engines.base import Install, Instance
@@ -81,4 +83,5 @@ def host_facts(workspace: Path) -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "workspace_fs": _filesystem(workspace),
+        "tuning": tuning.read_tuning().as_dict(),
     }

@@ -4,6 +4,9 @@ Cells are grouped by (repetition, target): one data directory, the suite's setup
 steps in order. The plan (`dbsweep.plan`) fixes the order; an executor (`dbsweep.hosts`) runs the groups.
 The runner knows no engine and no suite by name: it asks the engine for an instance and the suite for
 each step's command, expectation and progress, and holds every step to `integrity.check`.
+
+Each round (repetition) opens with the canary (`dbsweep.measure.canary`), a fixed CPU workload timed
+while no server runs, whose rate shows the machine's drift from round to round.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
 from dbsweep.installs import get_install
-from dbsweep.measure import Sampler, instructions, integrity
+from dbsweep.measure import Sampler, canary, instructions, integrity
 from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
 from dbsweep.results.model import CellKey, CellResult
@@ -171,6 +174,7 @@ class Runner:
         self.cell_log = CellLog(self.console, [self.suite.cell_seconds(k.step) for k in todo])
         with self._progress() as progress:
             overall = progress.add_task("cells", total=len(todo), unit="cells")
+            timed: set[int] = set()  # the rounds whose canary this call has timed
 
             def work(job: GroupJob) -> None:
                 keys = list(job.cells)
@@ -178,6 +182,9 @@ class Runner:
                 if isinstance(ready, str):
                     self._fail_all(keys, target_ids[job.target], ready, out, progress, overall)
                     return
+                if job.repetition not in timed:
+                    timed.add(job.repetition)
+                    self._canary(run_id, job.repetition, progress)
                 target = self.study.target(job.target)
                 self._run_group(target, ready, job.repetition, keys, target_ids[job.target], out, progress, overall)
 
@@ -186,6 +193,17 @@ class Runner:
         if counts:
             self._count_instructions(run_id, counts, prepared, target_ids)
         return out
+
+    def _canary(self, run_id: int, rep: int, progress: Progress) -> None:
+        """Times the canary before round `rep`'s first group and stores it. No server runs now: every group
+        stops its server before the next one starts. A canary that fails is said; the round runs without."""
+        try:
+            c = canary.run(cpus=self.cpus.server)  # the CPUs the server will have: theirs is the drift that matters
+        except canary.CanaryError as e:
+            progress.console.print(f"[yellow]round {rep}: no canary: {e}[/yellow]")
+            return
+        self.store.write_canary(run_id, rep, c.iterations, c.seconds, c.cpu_seconds)
+        progress.console.print(f"[dim]round {rep}: canary {c.rate / 1e6:.2f} M iterations/s[/dim]")
 
     # ---- instructions per operation (measure.instructions) ---------------------------------------------
 

@@ -116,6 +116,13 @@ def test_json_numbers_are_the_stores(run: Path, outputs: dict[str, str]) -> None
     assert "-O2" in prov["b"]["facts"]["CFLAGS"]
     assert "shared_buffers=1GB" in prov["b"]["config_change_from_base"]
     assert doc["columns"][:5] == ["study", "run_id", "base", "target", "is_base"]
+    # The noise: a canary before each of the two rounds, the steps' spread over the base's repetitions, steal.
+    assert [c["repetition"] for c in doc["canaries"]] == [1, 2] and all(c["rate"] > 0 for c in doc["canaries"])
+    assert doc["canary_cv"] is not None and doc["canary_cv"] >= 0
+    for step in FULL_STEPS:
+        b = by[("b", step, 1)]
+        assert b["aa_spread_source"] == "repetitions" and b["aa_spread_n"] == 2 and b["aa_spread"] >= 0
+        assert b["steal_pct_max"] is not None and b["steal_pct_max"] >= 0
 
 
 def test_csv_parses_and_load_frame_round_trips(run: Path, outputs: dict[str, str]) -> None:

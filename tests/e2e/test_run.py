@@ -82,11 +82,20 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
     assert {"pg_stat_database", "pg_stat_bgwriter", "pg_stat_user_tables", "sizes"} <= views
     (n_host,) = db.execute("SELECT count(*) FROM host_samples").fetchone()
     assert n_host >= 6
+    # How noisy the machine was: each step's steal share, the canary before the one round, the host's tuning.
+    assert all(isinstance(m["host_st_pct"], float) and 0 <= m["host_st_pct"] <= 100 for m in measures)
+    canaries = db.execute("SELECT run_id, repetition, iterations, seconds, cpu_seconds FROM canaries").fetchall()
+    assert len(canaries) == 1, canaries
+    run_id, repetition, iterations, seconds, cpu_seconds = canaries[0]
+    assert (run_id, repetition) == (1, 1) and iterations > 0 and seconds > 0 and cpu_seconds > 0
+    assert set(prov["host"]["tuning"]) == {"governors", "boost", "smt", "huge_pages", "virtual"}
+    assert "Canary before each round" in rep and "r1 " in rep
     # A second run has nothing to do and changes nothing.
     before = db.execute("SELECT count(*), max(id) FROM cells").fetchone()
     r2 = dbsweep("run", study)
     assert "Nothing to run" in r2.stdout
     assert db.execute("SELECT count(*), max(id) FROM cells").fetchone() == before
+    assert db.execute("SELECT count(*) FROM canaries").fetchone() == (1,)  # no round ran, so no canary
     st = dbsweep("status", study).stdout
     assert "done 6, failed 0, pending 0" in st
     # Data directories of finished targets are removed.

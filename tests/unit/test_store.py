@@ -116,3 +116,40 @@ def test_load_frame_is_there_without_pandas_for_the_stores_readers() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_canaries_round_trip_and_append(tmp_path: Path) -> None:
+    s, run, _ = _store(tmp_path)
+    s.write_canary(run, 1, 1000, 0.5, 0.4)
+    s.write_canary(run, 2, 1000, 0.25, 0.25)
+    s.write_canary(run, 2, 1000, 0.2, 0.2)  # the round resumed later and timed again: a second row, not a swap
+    got = s.canaries(run)
+    assert [(c.repetition, c.iterations, c.seconds, c.cpu_seconds) for c in got] == [
+        (1, 1000, 0.5, 0.4),
+        (2, 1000, 0.25, 0.25),
+        (2, 1000, 0.2, 0.2),
+    ]
+    assert got[0].rate == 2000.0 and got[0].measured_at
+
+
+def test_a_store_from_before_the_canaries_still_opens(tmp_path: Path) -> None:
+    """An older store has no canaries table: a reader finds no canaries, the first writer adds the table."""
+    s, run, tid = _store(tmp_path)
+    s.write_cell(run, tid, CellResult(CellKey("a", "load", 1, 1), "done", now(), now(), summary=SUMMARY))
+    s.db.execute("DROP TABLE canaries")
+    s.close()
+    old = Store(tmp_path / "r.db", read_only=True)
+    assert old.canaries(run) == [] and [r.qps for r in old.results(run)] == [50.0]
+    old.close()
+    again = Store(tmp_path / "r.db")
+    again.write_canary(run, 1, 10, 1.0, 1.0)
+    assert [c.rate for c in again.canaries(run)] == [10.0]
+    again.close()
+
+
+def test_measures_are_read_back_per_cell(tmp_path: Path) -> None:
+    s, run, tid = _store(tmp_path)
+    key = CellKey("a", "point-query", 1, 1)
+    cell = s.write_cell(run, tid, CellResult(key, "done", now(), now(), summary=SUMMARY, measures={"host_st_pct": 3.5}))
+    s.write_cell(run, tid, CellResult(CellKey("a", "point-query", 1, 2), "failed", now(), now(), error="x"))
+    assert s.measures(run) == {cell: {"host_st_pct": 3.5}}

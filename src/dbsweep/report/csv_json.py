@@ -68,6 +68,9 @@ HEAD = [
     "lat_mean_us",
 ]
 SUITE_COLUMNS = [*SUMMARY_COLUMNS, "sla_ok", *[f"max_{op}_us" for op in OPERATIONS]]
+# How noisy the machine was (report/noise.py): the step's A-A spread beside its verdict, the most steal any
+# repetition saw, and the run's canary (the same on every row: its rates per round, in timing order).
+NOISE_COLUMNS = ["aa_spread", "aa_spread_source", "aa_spread_n", "steal_pct_max", "canary_cv", "canary_rates"]
 
 
 def _metric_columns(metric: str) -> list[str]:
@@ -82,7 +85,7 @@ def columns(data: ReportData) -> list[str]:
     """Every column, in order: the fixed ones, then any metric beyond the method's."""
     fixed = [c for m in PER_OP_ORDER for c in _metric_columns(m)]
     extra = [c for m in data.per_op_metrics if m not in PER_OP_ORDER for c in _metric_columns(m)]
-    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra]
+    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra, *NOISE_COLUMNS]
 
 
 def _clean(v: float | None) -> float | None:
@@ -137,7 +140,35 @@ def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
     out["sla_ok"] = c.sla_ok
     for op in OPERATIONS:
         out[f"max_{op}_us"] = cell_max_us(c, op)
+    out.update(_noise(data, row, c))
     return {k: _clean(v) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def _noise(data: ReportData, row: Row, c: Entry) -> dict[str, Any]:
+    s = row.spread
+    return {
+        "aa_spread": s.cv if s else None,
+        "aa_spread_source": s.source if s else None,
+        "aa_spread_n": s.n if s else None,
+        "steal_pct_max": c.steal_pct,
+        "canary_cv": data.canaries.cv,
+        "canary_rates": ";".join(repr(r) for r in data.canaries.rates) or None,
+    }
+
+
+def canaries(data: ReportData) -> list[dict[str, Any]]:
+    """The canary of every round, in the order they were timed."""
+    return [
+        {
+            "repetition": c.repetition,
+            "measured_at": c.measured_at,
+            "iterations": c.iterations,
+            "seconds": c.seconds,
+            "cpu_seconds": c.cpu_seconds,
+            "rate": c.rate,
+        }
+        for c in data.canaries.timed
+    ]
 
 
 def records(data: ReportData) -> list[dict[str, Any]]:
@@ -211,6 +242,8 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
         "rows": records(data),
         "groups": groups(data),
         "provenance": provenance(data),
+        "canaries": canaries(data),
+        "canary_cv": data.canaries.cv,
     }
 
 

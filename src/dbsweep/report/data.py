@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from dbsweep import plan, verdicts
 from dbsweep.engines.registry import engine_named
+from dbsweep.report import noise
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
@@ -66,6 +67,8 @@ class Rep:
     samples: list[Sample] = field(default_factory=list)
     rates: list[RateSample] = field(default_factory=list)
     histograms: dict[str, str] = field(default_factory=dict)
+    # The host's steal share (%) over the step's measured window; None when the samplers did not say.
+    steal_pct: float | None = None
 
     def latency(self, key: str) -> float | None:
         """A latency statistic of the step's main operation (p50, p95, p99, max, mean), µs."""
@@ -119,6 +122,12 @@ class Entry:
         return stats.median(vals) if vals else None
 
     @property
+    def steal_pct(self) -> float | None:
+        """The most steal (%) any repetition saw."""
+        vals = [r.steal_pct for r in self.reps if r.steal_pct is not None]
+        return max(vals) if vals else None
+
+    @property
     def sla_ok(self) -> bool | None:
         """Whether every repetition met its service level, where the suite's step has one."""
         known = [s["sla_ok"] for s in self.summaries if isinstance(s.get("sla_ok"), bool)]
@@ -156,6 +165,8 @@ class Row:
     cost_ratio: dict[str, dict[str, float | None]] = field(default_factory=dict)
     # Every target but the base: the verdict on cpu/o (lower is better).
     cost_cmp: dict[str, Comparison] = field(default_factory=dict)
+    # The A-A spread of the step's QPS shown beside its verdicts, and where it came from (`noise`).
+    spread: noise.Spread | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +239,7 @@ class Provenance:
             ("dbsweep", str(self.data.get("dbsweep_version", ""))),
             ("load client", str(self.data.get("load_client") or "")),
         ]
+        out += noise.tuning_facts(host)
         if self.records > 1:
             out.append(("records", f"{self.records} distinct provenance records; this is the latest"))
         return [(k, v) for k, v in out if v]
@@ -288,6 +300,8 @@ class ReportData:
     # What was compared, for headings: "run 3" or "run 3 of x and run 1 of y".
     runs: str = ""
     has_series: bool = False
+    # The canary timed before each round of the run (none when the report spans two runs).
+    canaries: noise.Canaries = field(default_factory=noise.Canaries)
 
     @property
     def others(self) -> list[str]:
@@ -331,6 +345,7 @@ def _load_cells(
             cells.setdefault((key.step, key.clients, label(key.target)), Entry()).failed += 1
     for cell in cells.values():
         cell.reps.sort(key=lambda r: r.repetition)
+    noise.load_steal(store, run_id, by_id)
     if series:
         _load_series(store, run_id, by_id)
     return cells, ops_names
@@ -501,6 +516,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     data.provenance = _load_provenance(store, run_id, str)
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
+    noise.attach(data, study, store)
     return data
 
 
@@ -519,6 +535,7 @@ def compare_targets(
     data.title = f"{study.title}: {target} vs {base}"
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
+    noise.attach(data, study, store)
     return data
 
 
@@ -565,6 +582,7 @@ def compare_runs(
         )
     data.notes.append("Runs of different studies are not interleaved, so their repetitions are not paired.")
     data.extra_tables = a.bench.report_tables(data)
+    noise.attach(data, a, store_a, canaries=False)
     return data
 
 

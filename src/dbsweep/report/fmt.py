@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dbsweep.report.data import Comparison, ReportData
+from dbsweep.report.noise import Spread
 from dbsweep.verdicts import stats
 
 DASH = "-"
@@ -57,6 +58,16 @@ def ci(c: Comparison) -> str:
 
 def verdict(c: Comparison) -> str:
     return c.verdict or DASH
+
+
+def spread(s: Spread | None) -> str:
+    """The A-A spread with its source's tag, `±6.1% cal`; "" when there is none."""
+    return "" if s is None else f"±{pct(s.cv)} {s.tag}"
+
+
+def verdict_spread(c: Comparison, s: Spread | None) -> str:
+    """A QPS verdict with the step's A-A spread beside it: `slower (±6.1% cal)`."""
+    return f"{c.verdict} ({spread(s)})" if c.verdict and s is not None else verdict(c)
 
 
 def cost_colour(r: float | None) -> str:

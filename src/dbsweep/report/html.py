@@ -23,7 +23,7 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from dbsweep import __version__
-from dbsweep.report import fmt
+from dbsweep.report import fmt, noise
 from dbsweep.report.data import (
     VERDICT_METRIC,
     Comparison,
@@ -81,6 +81,12 @@ def _verdict_td(c: Comparison) -> Td:
     return Td(fmt.verdict(c), f"v-{c.verdict}" if c.verdict else "", title=f"method: {c.method}")
 
 
+def _verdict_spread_td(c: Comparison, spread: noise.Spread | None) -> Td:
+    """A QPS verdict with the step's A-A spread beside it; the tooltip says where the spread came from."""
+    title = f"method: {c.method}" + (f"; ± {spread.detail}" if spread is not None else "")
+    return Td(fmt.verdict_spread(c, spread), f"v-{c.verdict}" if c.verdict else "", title=title)
+
+
 def _row_label(row: Row) -> list[Td]:
     return [Td(row.step), Td(str(row.clients), sort=row.clients)]
 
@@ -106,12 +112,12 @@ def _relative_table(data: ReportData) -> Table:
         out: list[Td] = []
         for t in data.others:
             c = r.cmp[t]
-            out += [_ratio_td(r.rel[t]), Td(fmt.ci(c), sort=_sort_value(c.low)), _verdict_td(c)]
+            out += [_ratio_td(r.rel[t]), Td(fmt.ci(c), sort=_sort_value(c.low)), _verdict_spread_td(c, r.spread)]
         reps = sorted({len(c.values) for c in r.cells.values()})
         out.append(Td("/".join(map(str, reps)), sort=min(reps)))
         return out
 
-    return Table("rel", top, heads, _grouped_rows(data, cells))
+    return Table("rel", top, heads, _grouped_rows(data, cells), noise.spread_legend(data.rows))
 
 
 def _spread(c: Entry) -> str:
@@ -571,4 +577,5 @@ def render(data: ReportData) -> str:
         per_op=_per_op_tables(data),
         extras=_extras(data),
         provenance=provenance,
+        canary=_extra_table(ct) if (ct := noise.canary_table(data.canaries)) is not None else None,
     )

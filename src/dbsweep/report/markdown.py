@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dbsweep.report import fmt
+from dbsweep.report import fmt, noise
 from dbsweep.report.data import VERDICT_METRIC, ReportData, Row, config_change
 from dbsweep.report.tables import ExtraTable
 
@@ -86,11 +86,13 @@ def render(data: ReportData) -> str:
                 *_grouped(
                     data,
                     heads,
-                    f"verdict, {data.confidence:.0%} CI of rQPS",
-                    lambda r: [f"{fmt.verdict(r.cmp[t])} {fmt.ci(r.cmp[t])}" for t in others],
+                    f"verdict ± A-A spread, {data.confidence:.0%} CI of rQPS",
+                    lambda r: [f"{fmt.verdict_spread(r.cmp[t], r.spread)} {fmt.ci(r.cmp[t])}" for t in others],
                 ),
             ]
         )
+        if legend := noise.spread_legend(data.rows):
+            out += [legend, ""]
         if data.groups:
             out += ["## Summary statistics of rQPS per group", ""]
             out += _fence([*_legend(data), *_summaries(data, heads)])
@@ -117,6 +119,7 @@ def render(data: ReportData) -> str:
     )
     out += _per_op(data)
     out += _extras([e for e in data.extra_tables if e.shown_in("markdown")])
+    out += _noise(data)
     out += _provenance(data)
     return "\n".join(out).rstrip() + "\n"
 
@@ -193,6 +196,12 @@ def _extras(tables: list[ExtraTable]) -> list[str]:
         out += [f"{t.title[:1].upper()}{t.title[1:]}." + (f" {t.note}" if t.note else ""), ""]
         out += _fence(_table(t.header, [[v.text for v in line] for line in t.rows], t.labels))
     return out
+
+
+def _noise(data: ReportData) -> list[str]:
+    """The canary per round, as a table under its own heading."""
+    table = noise.canary_table(data.canaries)
+    return _extras([table]) if table is not None else []
 
 
 def _provenance(data: ReportData) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dbsweep.report import fmt
+from dbsweep.report import fmt, noise
 from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, ReportData
 from dbsweep.report.tables import ExtraTable
 from dbsweep.verdicts import stats
@@ -31,6 +31,11 @@ def _verdict(v: str | None) -> str:
     return f"[{VERDICT_STYLE[v]}]{v}[/]" if v else "-"
 
 
+def _verdict_spread(v: str | None, spread: noise.Spread | None) -> str:
+    """The coloured verdict and, beside it, the step's A-A spread."""
+    return _verdict(v) + (f" ({fmt.spread(spread)})" if v and spread is not None else "")
+
+
 def render(data: ReportData, console: Console) -> None:
     if data.main_table:
         _render_main(data, console)
@@ -39,6 +44,7 @@ def render(data: ReportData, console: Console) -> None:
             render_extra(extra, console)
     _render_groups(data, console)
     _render_per_op(data, console)
+    _render_noise(data, console)
     for note in data.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
 
@@ -79,7 +85,7 @@ def _render_main(data: ReportData, console: Console) -> None:
                 cells.append(_coloured(row.rel[t]))
                 if with_ci:
                     cells.append(fmt.ci(cmp))
-                cells.append(_verdict(cmp.verdict))
+                cells.append(_verdict_spread(cmp.verdict, row.spread))
         reps = sorted({len(c.values) for c in row.cells.values()})
         cells.append("/".join(str(n) for n in reps))
         table.add_row(*cells)
@@ -93,6 +99,14 @@ def _render_main(data: ReportData, console: Console) -> None:
         f"{data.min_effect:.0%} ([green]faster[/green], [red]slower[/red]); [grey62]same[/grey62]: no change that "
         "large; [yellow]unsure[/yellow]: more repetitions needed."
     )
+    if others and (legend := noise.spread_legend(data.rows)):
+        console.print(legend, highlight=False)
+
+
+def _render_noise(data: ReportData, console: Console) -> None:
+    """The canary's rate per round, in one line."""
+    if line := noise.canary_line(data.canaries):
+        console.print(line, highlight=False)
 
 
 def _render_groups(data: ReportData, console: Console) -> None:

@@ -98,6 +98,23 @@ class StoredCell:
 
 
 @dataclass(frozen=True)
+class StoredCanary:
+    """The canary timed before a round of a run (`dbsweep.measure.canary`): the round (repetition) it opened,
+    when, the work done and the wall and CPU seconds it took."""
+
+    repetition: int
+    measured_at: str
+    iterations: int
+    seconds: float
+    cpu_seconds: float
+
+    @property
+    def rate(self) -> float:
+        """Iterations per second of wall time."""
+        return self.iterations / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class CellKey:
     target: str
     step: str

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dbsweep.errors import DbsweepError
-from dbsweep.results.model import CellKey, CellResult, StoredCell
+from dbsweep.results.model import CellKey, CellResult, StoredCanary, StoredCell
 
 SCHEMA_VERSION = 2
 # Schema 1 named the per-second rates of each operation after the one suite that had them; schema 2 renames
@@ -168,6 +168,19 @@ CREATE TABLE IF NOT EXISTS server_stats (
     data TEXT NOT NULL,
     PRIMARY KEY (cell_id, view)
 );
+-- The canary timed before each round (repetition) of a run: a fixed amount of CPU work and how long it took.
+-- A round resumed later is timed again, so a round may have several rows. Older stores lack the table: the
+-- first writer creates it, a reader finds none.
+CREATE TABLE IF NOT EXISTS canaries (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    repetition INTEGER NOT NULL,
+    measured_at TEXT NOT NULL,
+    iterations INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    cpu_seconds REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS canaries_run ON canaries (run_id, repetition);
 """
 
 
@@ -485,6 +498,26 @@ class Store:
                     (data["per_query"], run_id, target_id, step),
                 )
 
+    def write_canary(self, run_id: int, repetition: int, iterations: int, seconds: float, cpu_seconds: float) -> None:
+        """The canary timed before a round of a run, as one more row (never replacing an earlier one)."""
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO canaries (run_id, repetition, measured_at, iterations, seconds, cpu_seconds) "
+                "VALUES (?,?,?,?,?,?)",
+                (run_id, repetition, now(), iterations, seconds, cpu_seconds),
+            )
+
+    def canaries(self, run_id: int) -> list[StoredCanary]:
+        """The canaries of a run in the order they were timed; none from a store older than the table."""
+        if not self._has_table("canaries"):
+            return []
+        rows = self.db.execute(
+            "SELECT repetition, measured_at, iterations, seconds, cpu_seconds FROM canaries WHERE run_id = ? "
+            "ORDER BY id",
+            (run_id,),
+        ).fetchall()
+        return [StoredCanary(int(r), str(at), int(i), float(s), float(c)) for r, at, i, s, c in rows]
+
     def instruction_counts(self, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
         """(target, step) -> per_event, per_query, spread, error, and the rest of what was stored (`data`)."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
@@ -507,6 +540,22 @@ class Store:
             (run_id,),
         ):
             out.setdefault(cell_id, {})[metric] = value
+        return out
+
+    def measures(self, run_id: int) -> dict[int, dict[str, Any]]:
+        """cell id -> what the samplers saw over the step (host, device, server, client), for the done cells."""
+        out: dict[int, dict[str, Any]] = {}
+        for cell_id, data in self.db.execute(
+            "SELECT m.cell_id, m.data FROM measures m JOIN cells c ON c.id = m.cell_id "
+            "WHERE c.run_id = ? AND c.status = 'done'",
+            (run_id,),
+        ):
+            try:
+                parsed = json.loads(data)
+            except ValueError:  # a damaged record costs its own figures, not the report
+                continue
+            if isinstance(parsed, dict):
+                out[int(cell_id)] = parsed
         return out
 
     def summaries(self, run_id: int) -> dict[int, dict[str, Any]]:

@@ -4,7 +4,8 @@ step and what the verdict can and cannot see here.
 For each step it reports the CV of QPS and of cpu/o over the repetitions, the A-A verdicts (which must
 come out `same`, not `faster` or `slower`), the verdicts the first 2, 3, ... rounds would have given (the
 false-positive rate counts every one of them), and the smallest effect the verdict can detect with this
-many repetitions at the measured CV.
+many repetitions at the measured CV. The reports show the CV of QPS a calibration measured beside every
+QPS verdict of the study it copied (`measured_noise`).
 """
 
 from __future__ import annotations
@@ -17,15 +18,25 @@ from dbsweep.study import Study, Target
 from dbsweep.verdicts import by_repetition, judge, stats
 
 
+def study_name(study: Study, target: Target) -> str:
+    """The name the calibration of `target` is stored under, beside the study's own runs."""
+    return f"{study.title}-calibrate-{target.slug}"[:80]
+
+
+def _copy_labels(target: Target) -> tuple[str, str]:
+    return f"{target.label} (A)", f"{target.label} (B)"
+
+
 def copies(study: Study, target: Target, steps: list[str] | None, repeats: int, placement: str | None) -> Study:
     """The calibration study: `target` twice, (A) as the base and (B), under the study's suite."""
-    a = target.model_copy(update={"name": f"{target.label} (A)"})
-    b = target.model_copy(update={"name": f"{target.label} (B)"})
+    name_a, name_b = _copy_labels(target)
+    a = target.model_copy(update={"name": name_a})
+    b = target.model_copy(update={"name": name_b})
     suite = study.suite.model_copy(update={"steps": steps}) if steps else study.suite
     measure = study.measure.model_copy(update={"placement": placement}) if placement else study.measure
     return study.model_copy(
         update={
-            "name": f"{study.title}-calibrate-{target.slug}"[:80],
+            "name": study_name(study, target),
             "targets": [a, b],
             "base": a.label,
             "repeats": repeats,
@@ -96,6 +107,35 @@ def analyse(study: Study, store: Store, run_id: int) -> list[StepNoise]:
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the latest calibration of a target in a store measured: its run, how many rounds each step had,
+    and the CV of QPS per (step, clients)."""
+
+    target: str
+    run_id: int
+    cv_qps: dict[tuple[str, int], tuple[float, int]]  # (step, clients) -> (CV, rounds)
+
+
+def measured_noise(study: Study, store: Store, target: Target) -> Measured | None:
+    """The CV of QPS per step that the latest `dbsweep calibrate` of `target` stored in `store` (the two copies'
+    CVs averaged, as `analyse` reports them); None when the target was never calibrated there."""
+    latest = store.latest_run(study_name(study, target))
+    if latest is None:
+        return None
+    run_id = latest[0]
+    qps = by_repetition(store.results(run_id))
+    a, b = _copy_labels(target)
+    out: dict[tuple[str, int], tuple[float, int]] = {}
+    for (name, step, clients), qa in qps.items():
+        qb = qps.get((b, step, clients))
+        if name != a or qb is None or min(len(qa), len(qb)) < 2:
+            continue
+        if (cv := _cv(qa, qb)) is not None:
+            out[(step, clients)] = (cv, min(len(qa), len(qb)))
+    return Measured(target.label, run_id, out) if out else None
 
 
 def false_positive_rate(noise: list[StepNoise]) -> tuple[float | None, int]:

@@ -1,0 +1,592 @@
+"""Instructions per operation by function, from valgrind's output files: why a build got slower.
+
+`instructions` counts what the serving backend executes per operation in total; this module splits that count
+by function. The same short-minus-long method applies function by function:
+
+    per operation(f) = (Ir_long(f) - Ir_short(f)) / (ops_long - ops_short)
+
+and `diff` sets the per-operation profile of a target build against a base build's, largest change first.
+
+Both of valgrind's formats are read (the tool is told by the file's header):
+
+- cachegrind: `fl=` and `fn=` lines name the file and function of the cost lines that follow (`<line> <Ir> ...`).
+  An inlined function's lines come under `fl=<its header>` with the caller's `fn=`, so the caller appears once
+  per file it has code from. It has no call graph: `inclusive_ir` is None.
+- callgrind: a function's cost is keyed by its `fl=` file, its inlined code (after `fi=`/`fe=`) included.
+  `calls=` lines give the inclusive cost of the calls a function makes, so inclusive = self + those. For a
+  recursive function the calls into itself (callgrind names the deeper levels `name'2`) are counted again at
+  every level, as callgrind_annotate --inclusive=yes counts them: the inclusive figure of recursive code is an
+  approximation, above the truth, which can exceed the file's total.
+
+A function is keyed by (name, file) as valgrind writes them; costs of the same name and file in different
+objects (two `???` functions at the same address in two libraries, say) add up under one key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Tool = Literal["cachegrind", "callgrind"]
+Key = tuple[str, str]  # (function, file)
+NO_FILE = "???"  # valgrind's file name for code without debug info
+
+_NEGLIGIBLE = 0.01  # per-operation Ir below which a function is not worth keeping: rounding, not code
+
+# The three name spaces of callgrind's name compression: callgrind numbers a called function's cfn=(id) in
+# the same space as fn=(id), and every kind of file name in one space too.
+_SPACE = {
+    "fl": "file",
+    "fi": "file",
+    "fe": "file",
+    "cfi": "file",
+    "cfl": "file",
+    "jfi": "file",
+    "fn": "fn",
+    "cfn": "fn",
+    "jfn": "fn",
+    "ob": "ob",
+    "cob": "ob",
+}
+_SPEC = re.compile(r"([a-z]+)=(.*)")
+_HEADER = re.compile(r"([A-Za-z][\w-]*):\s*(.*)")
+_COMPRESSED = re.compile(r"\((\d+)\)(?:\s+(.*))?")
+_SUBPOSITION = re.compile(r"[+-]?(?:0x[0-9a-fA-F]+|\d+)|\*")
+
+
+@dataclass(frozen=True)
+class FunctionCost:
+    """What one function cost: in one file (total Ir) or per operation."""
+
+    function: str  # as valgrind writes it; callgrind's recursion levels ("name'2") are kept apart
+    file: str  # source file; "???" without debug info
+    line: int | None  # the smallest source line with cost in the function: about where it starts
+    object: str | None  # the ELF object (callgrind's ob=); None from cachegrind
+    self_ir: float  # exclusive: the function's own instructions
+    inclusive_ir: float | None  # self + the inclusive cost of the calls it makes; None from cachegrind
+
+    @property
+    def key(self) -> Key:
+        return (self.function, self.file)
+
+
+Profile = dict[Key, FunctionCost]
+
+
+# ---- reading valgrind's files -------------------------------------------------------------------------
+
+
+def file_tool(path: Path) -> Tool:
+    """Which of valgrind's tools wrote the file, from its header."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for i, raw in enumerate(f):
+            line = raw.strip()
+            verdict = _header_verdict(line, first=i == 0)
+            if verdict is not None:
+                return verdict
+            if line and not line.startswith("#") and not _HEADER.fullmatch(line):
+                break  # the body: nothing said callgrind
+    return "cachegrind"
+
+
+def _header_verdict(line: str, *, first: bool) -> Tool | None:
+    # callgrind (since 3.13) marks its files on the first line; older ones still name their creator, and only
+    # callgrind writes "positions:". Cachegrind's header (desc:, cmd:, events:) has no mark of its own.
+    if first and line == "# callgrind format":
+        return "callgrind"
+    m = _HEADER.fullmatch(line)
+    if m and (m[1] == "positions" or (m[1] == "creator" and m[2].startswith("callgrind"))):
+        return "callgrind"
+    return None
+
+
+class _Acc:
+    """A function's sums while its file is read."""
+
+    __slots__ = ("calls_ir", "line", "object", "self_ir")
+
+    def __init__(self) -> None:
+        self.self_ir = 0
+        self.calls_ir = 0
+        self.line: int | None = None
+        self.object: str | None = None
+
+
+class _Reader:
+    """One pass over a cachegrind or callgrind file: its state between lines, and the sums per function."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lineno = 0
+        self.header_tool: Tool | None = None  # said by the header
+        self.tool: Tool | None = None  # decided at the first body line
+        self.events: list[str] | None = None
+        self.ir = 0  # the column of Ir among the costs
+        self.positions = ["line"]
+        self.line_col: int | None = 0
+        self.last = [0]  # the previous cost line's positions: the base of relative ones
+        self.names: dict[str, dict[int, str]] = {"file": {}, "fn": {}, "ob": {}}
+        self.ob: str | None = None
+        self.fl: str | None = None  # the current function's file
+        self.src: str | None = None  # the file of the code the next cost lines are for (an inlined one after fi=)
+        self.fn: str | None = None
+        self.acc: _Acc | None = None
+        self.in_call = False  # a calls= line was read: the next cost line is that call's inclusive cost
+        self.costs: dict[Key, _Acc] = {}
+        self.self_total = 0
+        self.totals: list[int] = []  # Ir of callgrind's totals: lines (one per part)
+        self.summaries: list[int] = []  # Ir of summary: lines (cachegrind's at the end, callgrind's per part)
+        self.total_lineno = 0
+
+    def fail(self, what: str, line: str | None = None) -> ValueError:
+        shown = f": {line[:200]!r}" if line is not None else ""
+        where = f"{self.path}:{self.lineno}" if self.lineno else str(self.path)
+        return ValueError(f"{where}: {what}{shown}")
+
+    def read(self) -> Profile:
+        with self.path.open(encoding="utf-8", errors="replace") as f:
+            for raw in f:
+                self.lineno += 1
+                self.line(raw.rstrip("\r\n"))
+        return self.finish()
+
+    def line(self, line: str) -> None:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            if self.lineno == 1 and _header_verdict(stripped, first=True):
+                self.header_tool = "callgrind"
+            return
+        c = stripped[0]
+        if c.isdigit() or c in "+-*":
+            self.cost_line(stripped)
+            return
+        if self.in_call:
+            raise self.fail("a calls= line must be followed by the cost line of its call", line)
+        if m := _SPEC.fullmatch(stripped):
+            self.spec_line(m[1], m[2])
+        elif m := _HEADER.fullmatch(stripped):
+            self.header_line(m[1], m[2], stripped)
+        else:
+            raise self.fail("not a line of valgrind's output format", line)
+
+    # -- header lines: "key: value", at the top of the file and of each callgrind part --
+
+    def header_line(self, key: str, value: str, line: str) -> None:
+        if self.tool is None and _header_verdict(line, first=False):
+            self.header_tool = "callgrind"
+        if key == "events":
+            events = value.split()
+            if "Ir" not in events:
+                raise self.fail("the events line has no Ir (instructions) column", line)
+            self.events, self.ir = events, events.index("Ir")
+        elif key == "positions":
+            positions = value.split()
+            if not positions:
+                raise self.fail("an empty positions line", line)
+            self.positions = positions
+            self.line_col = positions.index("line") if "line" in positions else None
+            self.last = [0] * len(positions)
+        elif key in ("summary", "totals"):
+            if self.events is None:
+                raise self.fail(f"a {key} line before the events line", line)
+            values = self.numbers(value.split(), line)
+            (self.totals if key == "totals" else self.summaries).append(values[self.ir] if self.ir < len(values) else 0)
+            self.total_lineno = self.lineno
+        # Other keys (desc, cmd, version, creator, pid, part, thread, event) describe the run, not its costs.
+
+    # -- position lines: "fl=", "fn=", ..., "calls=" --
+
+    def spec_line(self, key: str, value: str) -> None:
+        self.decide_tool()
+        space = _SPACE.get(key)
+        if self.tool == "cachegrind" and key not in ("fl", "fi", "fe", "fn"):
+            raise self.fail(f"{key}= is callgrind's, and the header says this file is cachegrind's")
+        if space is not None:
+            name = self.name(space, value, f"{key}={value}")
+            if key == "fl":
+                self.fl = self.src = name
+                self.switch()
+            elif key in ("fi", "fe"):
+                self.src = name  # inlined code: still the current function's cost
+            elif key == "fn":
+                self.fn, self.src = name, self.fl
+                self.switch()
+            elif key == "ob":
+                self.ob = name
+                self.switch()
+            # cfn=, cfi=, cob=, jfi=, jfn= name a call's or a jump's target: only their ids matter here.
+        elif key == "calls":
+            parts = value.split()
+            if len(parts) < 2 or not parts[0].isdigit():
+                raise self.fail("a calls= line is calls=<count> <target position>", f"calls={value}")
+            self.subpositions(parts[1:], f"calls={value}")  # checked; the target is the callee's, not ours
+            self.in_call = True
+        # jump= and jcnd= (--collect-jumps) count jumps, and the position line after one has no cost. Other
+        # keys are skipped: the documented format is not all valgrind writes (3.19 writes jfi= and jfn=, which
+        # it does not list), and a newer valgrind may add more.
+
+    def name(self, space: str, value: str, line: str) -> str:
+        value = value.strip()
+        m = _COMPRESSED.fullmatch(value)
+        if m is None:
+            return value
+        ids, ident = self.names[space], int(m[1])
+        if m[2] is not None:
+            if ids.get(ident, m[2]) != m[2]:
+                raise self.fail(f"name id ({ident}) given a second name, first {ids[ident]!r}", line)
+            ids[ident] = m[2]
+            return m[2]
+        if ident not in ids:
+            raise self.fail(f"name id ({ident}) used before a line gives its name", line)
+        return ids[ident]
+
+    def switch(self) -> None:
+        if self.fn is None:
+            return
+        key = (self.fn, self.fl if self.fl is not None else NO_FILE)
+        acc = self.costs.get(key)
+        if acc is None:
+            acc = self.costs[key] = _Acc()
+        if acc.object is None:
+            acc.object = self.ob
+        self.acc = acc
+
+    def decide_tool(self) -> None:
+        if self.tool is None:
+            self.tool = self.header_tool or "cachegrind"
+
+    # -- cost lines: "<positions> <costs>" --
+
+    def cost_line(self, line: str) -> None:
+        self.decide_tool()
+        if self.events is None:
+            raise self.fail("a cost line before the events line", line)
+        acc = self.acc
+        if acc is None:
+            raise self.fail("a cost line before any fn= line", line)
+        parts = line.split()
+        n = len(self.positions)
+        if len(parts) < n:
+            raise self.fail(f"a cost line needs {n} position(s) ({' '.join(self.positions)})", line)
+        pos = self.subpositions(parts[:n], line)
+        self.last = pos
+        costs = parts[n:]
+        if len(costs) > len(self.events):
+            raise self.fail(f"more costs than the {len(self.events)} events", line)
+        values = self.numbers(costs, line)
+        ir = values[self.ir] if self.ir < len(values) else 0  # missing columns are 0
+        if self.in_call:
+            # The inclusive cost of the calls= line above: the callee's work, not this function's own.
+            self.in_call = False
+            acc.calls_ir += ir
+            return
+        acc.self_ir += ir
+        self.self_total += ir
+        # Lines of inlined code belong to another file; 0 is valgrind's line for code without line info.
+        if self.line_col is not None and self.src == self.fl and pos[self.line_col] > 0:
+            at = pos[self.line_col]
+            acc.line = at if acc.line is None else min(acc.line, at)
+
+    def subpositions(self, tokens: list[str], line: str) -> list[int]:
+        """Absolute positions; callgrind's compression writes "+N"/"-N" relative to the previous cost line's
+        position in that column, "*" for the same one."""
+        if len(tokens) > len(self.last):
+            raise self.fail(f"more positions than the {len(self.last)} of the positions line", line)
+        out = []
+        for tok, prev in zip(tokens, self.last, strict=False):
+            if not _SUBPOSITION.fullmatch(tok):
+                raise self.fail(f"not a position: {tok!r}", line)
+            if tok == "*":
+                out.append(prev)
+                continue
+            sign = tok[0] if tok[0] in "+-" else ""
+            digits = tok[len(sign) :]
+            value = int(digits, 16) if digits.startswith("0x") else int(digits)
+            at = prev + value if sign == "+" else prev - value if sign == "-" else value
+            if at < 0:
+                raise self.fail(f"position {tok} goes below 0 (from {prev})", line)
+            out.append(at)
+        return out
+
+    def numbers(self, tokens: list[str], line: str) -> list[int]:
+        out = []
+        for tok in tokens:
+            if tok == ".":  # cachegrind's zero
+                out.append(0)
+            elif tok.isascii() and tok.isdigit():
+                out.append(int(tok))
+            else:
+                raise self.fail(f"not a count: {tok!r}", line)
+        return out
+
+    def finish(self) -> Profile:
+        if self.lineno == 0:
+            raise self.fail("the file is empty (valgrind writes it as the process exits)")
+        if self.in_call:
+            raise self.fail("the file ends after a calls= line, without the cost of the call")
+        if self.events is None:
+            raise self.fail("no events line: not a cachegrind or callgrind output file")
+        callgrind = self.tool == "callgrind" or self.header_tool == "callgrind"
+        # The last line holds the totals (callgrind: totals:, cachegrind: summary:); a file without one is
+        # still being written, or was cut. The totals must be what the cost lines add up to: a check of both
+        # the file and this reader. Callgrind's header summary may exceed them (the format allows costs that
+        # no cost line holds), but callgrind writes totals: too.
+        if callgrind and self.totals:
+            expected, exact = sum(self.totals), True
+        elif self.summaries:
+            expected, exact = sum(self.summaries), not callgrind
+        else:
+            raise self.fail("no totals line at the end: the file is incomplete (still being written?)")
+        if (self.self_total != expected) if exact else (self.self_total > expected):
+            self.lineno = self.total_lineno
+            raise self.fail(f"the cost lines add up to {self.self_total} Ir, the totals say {expected}")
+        return {
+            key: FunctionCost(
+                function=key[0],
+                file=key[1],
+                line=acc.line if key[1] != NO_FILE else None,
+                object=acc.object,
+                self_ir=float(acc.self_ir),
+                inclusive_ir=float(acc.self_ir + acc.calls_ir) if callgrind else None,
+            )
+            for key, acc in self.costs.items()
+            if acc.self_ir or acc.calls_ir  # a name defined before its cost, or code that never ran
+        }
+
+
+def read_functions(path: Path) -> Profile:
+    """(function, file) -> costs, from one cachegrind or callgrind output file (the tool told by its header).
+
+    Raises ValueError naming the file and line on a malformed or incomplete file."""
+    return _Reader(path).read()
+
+
+def annotate_hint(path: Path | str) -> list[str]:
+    """The command (an argument list) that shows a file annotated by valgrind's own tools."""
+    p = Path(path)
+    try:
+        tool = file_tool(p)
+    except OSError:
+        tool = "callgrind" if p.name.startswith("callgrind") else "cachegrind"  # the name the tools give
+    if tool == "callgrind":
+        return ["callgrind_annotate", "--inclusive=yes", str(path)]
+    return ["cg_annotate", str(path)]
+
+
+# ---- arithmetic on profiles ----------------------------------------------------------------------------
+
+
+def _min_line(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _check_same_kind(a: FunctionCost, b: FunctionCost) -> None:
+    if (a.inclusive_ir is None) != (b.inclusive_ir is None):
+        raise ValueError(
+            f"{a.function} ({a.file}) has an inclusive cost on one side only: "
+            "a cachegrind profile cannot be combined with a callgrind one"
+        )
+
+
+def add(profiles: Iterable[Mapping[Key, FunctionCost]]) -> Profile:
+    """The sum of several processes' profiles (self and inclusive add; the smallest line; the first object)."""
+    out: Profile = {}
+    for profile in profiles:
+        for key, c in profile.items():
+            have = out.get(key)
+            if have is None:
+                out[key] = c
+                continue
+            _check_same_kind(have, c)
+            out[key] = FunctionCost(
+                function=c.function,
+                file=c.file,
+                line=_min_line(have.line, c.line),
+                object=have.object if have.object is not None else c.object,
+                self_ir=have.self_ir + c.self_ir,
+                inclusive_ir=None
+                if have.inclusive_ir is None or c.inclusive_ir is None
+                else have.inclusive_ir + c.inclusive_ir,
+            )
+    return out
+
+
+def _has_inclusive(profile: Mapping[Key, FunctionCost]) -> bool:
+    return any(c.inclusive_ir is not None for c in profile.values())
+
+
+def per_operation(
+    short: Mapping[Key, FunctionCost], long: Mapping[Key, FunctionCost], ops_short: int, ops_long: int
+) -> Profile:
+    """(long - short) / (ops_long - ops_short), function by function.
+
+    What every run costs once (start-up, exit) cancels. A function absent from one run counts 0 there.
+    Functions whose per-operation self and inclusive cost are both below 0.01 Ir are dropped."""
+    ops = ops_long - ops_short
+    if ops <= 0:
+        raise ValueError(f"the long run must do more operations than the short one: {ops_long} vs {ops_short}")
+    out: Profile = {}
+    for key in dict.fromkeys([*short, *long]):
+        s, lg = short.get(key), long.get(key)
+        if s is not None and lg is not None:
+            _check_same_kind(s, lg)
+        some = lg if lg is not None else s
+        assert some is not None
+        self_ir = ((lg.self_ir if lg else 0.0) - (s.self_ir if s else 0.0)) / ops
+        inclusive = None
+        if some.inclusive_ir is not None:
+            li = lg.inclusive_ir if lg and lg.inclusive_ir is not None else 0.0
+            si = s.inclusive_ir if s and s.inclusive_ir is not None else 0.0
+            inclusive = (li - si) / ops
+        if abs(self_ir) < _NEGLIGIBLE and (inclusive is None or abs(inclusive) < _NEGLIGIBLE):
+            continue
+        out[key] = FunctionCost(
+            function=key[0],
+            file=key[1],
+            line=_min_line(s.line if s else None, lg.line if lg else None),
+            object=lg.object if lg is not None and lg.object is not None else s.object if s else None,
+            self_ir=self_ir,
+            inclusive_ir=inclusive,
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class FunctionChange:
+    """One function's cost per operation in a base and a target build."""
+
+    function: str
+    file: str
+    line: int | None
+    base_self: float
+    target_self: float
+    base_inclusive: float | None
+    target_inclusive: float | None
+    # This function's part of the change of the total (delta_self / the sum of every function's): near 1 when
+    # it explains the whole change; above 1 or negative when others moved the other way. None: no change.
+    share_of_change: float | None
+
+    @property
+    def delta_self(self) -> float:
+        return self.target_self - self.base_self
+
+    @property
+    def rel_self(self) -> float | None:
+        """The relative change of self cost; None when the base had none."""
+        return self.delta_self / self.base_self if self.base_self else None
+
+    @property
+    def delta_inclusive(self) -> float | None:
+        if self.base_inclusive is None or self.target_inclusive is None:
+            return None
+        return self.target_inclusive - self.base_inclusive
+
+    @property
+    def rel_inclusive(self) -> float | None:
+        d = self.delta_inclusive
+        return d / self.base_inclusive if d is not None and self.base_inclusive else None
+
+
+def diff(
+    base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], top: int | None = None
+) -> list[FunctionChange]:
+    """The functions' changes from base to target (per-operation profiles), largest |delta_self| first
+    (ties by name); functions on one side only included. `top` keeps the first ones."""
+    if top is not None and top < 0:
+        raise ValueError(f"top must not be negative, not {top}")
+    base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
+    total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
+    changes = []
+    for key in dict.fromkeys([*base, *target]):
+        b, t = base.get(key), target.get(key)
+        # Absent from a side that has a call graph: no cost there, inclusive included.
+        changes.append(
+            FunctionChange(
+                function=key[0],
+                file=key[1],
+                line=t.line if t is not None and t.line is not None else b.line if b is not None else None,
+                base_self=b.self_ir if b else 0.0,
+                target_self=t.self_ir if t else 0.0,
+                base_inclusive=b.inclusive_ir if b else 0.0 if base_incl else None,
+                target_inclusive=t.inclusive_ir if t else 0.0 if target_incl else None,
+                share_of_change=None,
+            )
+        )
+    changes.sort(key=lambda c: (-abs(c.delta_self), c.function, c.file))
+    if top is not None:
+        changes = changes[:top]
+    if total:
+        changes = [_with_share(c, c.delta_self / total) for c in changes]
+    return changes
+
+
+def _with_share(c: FunctionChange, share: float) -> FunctionChange:
+    return FunctionChange(
+        c.function, c.file, c.line, c.base_self, c.target_self, c.base_inclusive, c.target_inclusive, share
+    )
+
+
+def _by_self(c: FunctionCost) -> tuple[float, str, str]:
+    return (-abs(c.self_ir), c.function, c.file)
+
+
+def top_functions(profile: Mapping[Key, FunctionCost], n: int) -> Profile:
+    """The n largest functions by self cost and the n largest by inclusive cost (by magnitude: a per-operation
+    figure can be slightly negative), to keep a stored profile small."""
+    if n < 0:
+        raise ValueError(f"n must not be negative, not {n}")
+    ranked = sorted(profile.values(), key=_by_self)
+    keep = {c.key for c in ranked[:n]}
+    inclusive = sorted(
+        (c for c in profile.values() if c.inclusive_ir is not None),
+        key=lambda c: (-abs(c.inclusive_ir or 0.0), c.function, c.file),
+    )
+    keep |= {c.key for c in inclusive[:n]}
+    return {c.key: c for c in ranked if c.key in keep}
+
+
+# ---- the results store's form -----------------------------------------------------------------------------
+
+_FIELDS = ("function", "file", "line", "object", "self_ir", "inclusive_ir")
+
+
+def to_rows(profile: Mapping[Key, FunctionCost]) -> list[dict[str, Any]]:
+    """The profile as JSON-able rows, largest self cost first."""
+    return [
+        {
+            "function": c.function,
+            "file": c.file,
+            "line": c.line,
+            "object": c.object,
+            "self_ir": c.self_ir,
+            "inclusive_ir": c.inclusive_ir,
+        }
+        for c in sorted(profile.values(), key=_by_self)
+    ]
+
+
+def from_rows(rows: Iterable[Mapping[str, Any]]) -> Profile:
+    """The profile `to_rows` gave (after a trip through JSON, say); ValueError on a row it did not write."""
+    out: Profile = {}
+    for i, row in enumerate(rows):
+        missing = [f for f in _FIELDS if f not in row]
+        if missing:
+            raise ValueError(f"row {i} lacks {', '.join(missing)}: {dict(row)}")
+        try:
+            c = FunctionCost(
+                function=str(row["function"]),
+                file=str(row["file"]),
+                line=None if row["line"] is None else int(row["line"]),
+                object=None if row["object"] is None else str(row["object"]),
+                self_ir=float(row["self_ir"]),
+                inclusive_ir=None if row["inclusive_ir"] is None else float(row["inclusive_ir"]),
+            )
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"row {i} is not a function's cost ({e}): {dict(row)}") from e
+        if c.key in out:
+            raise ValueError(f"row {i}: {c.function} ({c.file}) appears twice")
+        out[c.key] = c
+    return out
