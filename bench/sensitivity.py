@@ -21,7 +21,6 @@ instructions per operation. No assertions: a measurement.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import shutil
 import subprocess
@@ -126,6 +125,7 @@ def per_iteration(install: postgres.Install, ws: Path) -> tuple[float, float]:
     counts = []
     suite = Sysbench(SysbenchSettings(rows=100000))
     step = "point-query_range=100"
+    amount = None
     for spin in (0, 2000):
         c = instructions.instructions_per_op(
             engine_named("postgres"),
@@ -134,9 +134,10 @@ def per_iteration(install: postgres.Install, ws: Path) -> tuple[float, float]:
             ws / f"count-{spin}",
             step=step,
             load=[suite.command("load", 1)],
-            run=functools.partial(suite.instruction_command, step),
+            plan=suite.instruction_plan(step, 2, amount),
             tables=suite.tables(),
         )
+        amount = c.amount  # the same events for both
         counts.append(c.per_query)
         print(f"spin {spin}: {c.per_query:,.0f} instructions per point query (spread {c.spread:.1e})", flush=True)
     return counts[0], (counts[1] - counts[0]) / 2000

@@ -21,6 +21,7 @@ packages=(
   procps psmisc                                                 # process inspection in tests
   sysbench libpq-dev                                            # references the load client is checked against (bench/)
   valgrind                                                      # instruction counts per operation
+  linux-perf                                                    # sampled CPU profiles and flame graphs
   libsqlite3-0 sqlite3 tcl                                      # SQLite: Debian's library and shell; tclsh makes the amalgamation
   chromium fonts-dejavu-core                                    # the HTML report's test renders it headless
 )

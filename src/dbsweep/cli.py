@@ -344,6 +344,52 @@ def report(
 
 
 @app.command()
+def why(
+    study: StudyArg,
+    target: Annotated[str, typer.Option("--target", help="The target to explain (against the base).")],
+    step: Annotated[str, typer.Option("--step", help="The step whose instruction count to explain.")],
+    workspace: WorkspaceOpt = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many functions to list.")] = 25,
+    run_id: Annotated[int | None, typer.Option("--run", help="The run to explain (default: the latest).")] = None,
+) -> None:
+    """Why a target's instructions per operation differ from the base's: the functions that changed most."""
+    from dbsweep.report import fmt as report_fmt
+    from dbsweep.report import instr
+
+    s = _study(study, workspace)
+    if target not in {t.label for t in s.targets}:
+        raise DbsweepError(f"{study} has no target {target!r}; its targets: {', '.join(t.label for t in s.targets)}")
+    store = _open_store(s, must_exist=True, read_only=True)
+    try:
+        rid = run_id if run_id is not None else _latest_run(s, store, study)
+        counts = store.instruction_counts(rid)
+    finally:
+        store.close()
+    base, other = counts.get((s.base, step)), counts.get((target, step))
+    if base is None or other is None:
+        counted = sorted({st for (t, st) in counts if t == target})
+        raise DbsweepError(
+            f"run {rid} has no instruction count of {step} for {'the base' if base is None else target}; "
+            + (f"counted steps: {', '.join(counted)}" if counted else "it counted none (measure.instructions)")
+        )
+    for side, name in ((base, s.base), (other, target)):
+        if side.get("error"):
+            raise DbsweepError(f"the count of {step} for {name} failed: {side['error']}")
+    ratio = float(other["per_event"]) / float(base["per_event"])
+    console.print(
+        f"{step}: {target} runs {float(other['per_event']):,.0f} instructions per event, {s.base} "
+        f"{float(base['per_event']):,.0f} ({report_fmt.signed_pct(ratio)}); the functions that changed most "
+        "(own instructions per event, change, change %, function, file:line):",
+        highlight=False,
+    )
+    changes = instr.why(base, other, top=top)
+    if not changes:
+        console.print("no per-function counts were kept for this step (count it again with this version).")
+    for c in changes:
+        console.print(f"  {report_fmt.function_change(c)}", highlight=False, markup=False)
+
+
+@app.command()
 def compare(
     study_a: Annotated[Path, typer.Argument(help="The study whose base is the base.", show_default=False)],
     study_b: Annotated[

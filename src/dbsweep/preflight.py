@@ -25,6 +25,7 @@ from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
+from dbsweep.measure import instructions
 from dbsweep.sources import SourceTree, debian, git, localdir, tarball
 from dbsweep.study import Study, source_kind
 from dbsweep.suites.base import Connections
@@ -37,9 +38,9 @@ from dbsweep.suites.base import Connections
 # An engine's own fixed costs (starts, valgrind's start-ups, builds) are its `Engine.costs`; Postgres's:
 SERVER_START_S = Costs().start_s
 STEP_OVERHEAD_S = 1.0
-# The instruction pass, per target and step: about three server starts' worth of valgrind start-up (the
-# server, then each run's backend), then a 1 s warm-up and two pairs of a short (instruction_seconds) and a
-# long (3x) run. Rough: valgrind's slowdown depends on the step.
+# The instruction pass, per target and counted step: each of its four runs starts the server under valgrind
+# from the pristine copy and stops it (about three such starts' worth of start-up in all, measured), then two
+# pairs of a short (instruction_seconds) and a long (3x) run. Rough: valgrind's slowdown depends on the step.
 VALGRIND_STARTS = 3
 VALGRIND_START_S = Costs().valgrind_starts_s / VALGRIND_STARTS
 INSTRUCTION_PAIRS = 2
@@ -88,7 +89,7 @@ def check(study: Study) -> Preflight:
         *_connection_problems(study, look),
     ]
     est = estimate(study, look)
-    warnings = _warnings(study, est)
+    warnings = [*_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
         warnings=[f"{where}: {f}: {m}" for f, m in warnings],
@@ -508,6 +509,25 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
         )
     if study.measure.instructions and study.bench.instruction_steps() and shutil.which("valgrind") is None:
         out.append(("measure.instructions", "valgrind is not installed, so no instruction counts would be taken"))
+    return out
+
+
+def _unrunnable_by_valgrind(study: Study, look: _Look) -> list[Found]:
+    """Targets whose build valgrind cannot run on this CPU (AVX-512 code): said before the run, not after it."""
+    if not (study.measure.instructions and study.bench.instruction_steps()):
+        return []
+    cpu = instructions.host_cpu_flags()
+    out: list[Found] = []
+    for i, k in enumerate(look.known):
+        flags = " ".join(k.variant.cflags) if k.variant is not None else ""
+        if flags and (flag := instructions.unrunnable_flags(flags, cpu)) is not None:
+            out.append(
+                (
+                    f"targets[{i}].variant",
+                    f"valgrind cannot run a build with {flag} on this CPU (it emits AVX-512 instructions), so "
+                    f"{study.targets[i].label} gets no instruction counts: the report shows them as not counted",
+                )
+            )
     return out
 
 

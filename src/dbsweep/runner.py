@@ -272,6 +272,7 @@ class Runner:
                 load=[self.suite.command(s, self.suite.clients(s)[0]) for s in setup],
                 plan=self.suite.instruction_plan(step, self.study.measure.instruction_seconds, amount),
                 tables=self.suite.tables(),
+                tool=self.study.measure.instruction_tool,
             )
         except DbsweepError as e:
             return {}, str(e)

@@ -86,8 +86,10 @@ class Measure(_Strict):
     confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
     # `dbsweep run --until-decided` adds repetitions to unsure cells up to this many in all.
     max_repeats: PositiveInt = 10
-    # Count the serving backend's instructions per operation under valgrind (single-client read steps).
+    # Count the server's instructions per operation under valgrind, one client per step, after the timed cells.
     instructions: bool = False
+    # cachegrind counts each function's own instructions; callgrind also its callees' (inclusive), more slowly.
+    instruction_tool: Literal["cachegrind", "callgrind"] = "cachegrind"
     # Seconds of the short run; the long one is three times as long (their difference cancels start-up).
     instruction_seconds: PositiveInt = 2
 

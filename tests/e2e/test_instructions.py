@@ -4,6 +4,7 @@ builds it refuses, its output files): unit/test_instructions.py."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op, read_ir
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import ROOT, interruptible, processes_under, wait_no_processes
+from ..conftest import ROOT, dbsweep, interruptible, processes_under, wait_no_processes, write_study
 
 CONFIG = "shared_buffers=128MB\n"
 ROWS = 10000
@@ -45,7 +46,7 @@ def workdir(_test_root: Path) -> Iterator[Path]:
     assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
 
 
-def measure(workdir: Path, step: str, repeats: int) -> InstructionCount:
+def measure(workdir: Path, step: str, repeats: int, amount: int | None = None) -> InstructionCount:
     engine = engine_named("postgres")
     result = instructions_per_op(
         engine,
@@ -54,10 +55,8 @@ def measure(workdir: Path, step: str, repeats: int) -> InstructionCount:
         workdir / "srv",
         step=step,
         load=[SUITE.command(s, 1) for s in SUITE.setup_steps()],
-        run=lambda seconds: SUITE.instruction_command(step, seconds),
+        plan=SUITE.instruction_plan(step, 1, amount),
         tables=SUITE.tables(),
-        short_seconds=1,
-        long_seconds=3,
         repeats=repeats,
     )
     # Stopped means stopped: the postmaster, every backend and valgrind around each of them.
@@ -77,18 +76,41 @@ def test_point_query_is_plausible_and_repeatable(point: InstructionCount) -> Non
     a, b = (p.per_query for p in point.pairs)
     assert abs(a - b) / min(a, b) < 0.01  # a determinism property: the same statements, the same instructions
     assert point.spread == pytest.approx(abs(a - b) / point.per_event)
+    # The first short run was timed; its events became the amount of every later run.
+    assert point.amount == point.pairs[0].short.events >= 20
     for pair in point.pairs:
-        assert pair.long.events > pair.short.events > 0
+        assert pair.long.events == 3 * point.amount
         assert pair.long.instructions > pair.short.instructions
-        assert pair.short.backend_pid != pair.long.backend_pid
-        assert read_ir(Path(pair.long.output_file)) == pair.long.instructions
+        assert sum(read_ir(f) or 0 for f in Path(pair.long.output_dir).iterdir()) == pair.long.instructions
+        assert sum(pair.long.by_role.values()) == pair.long.instructions
+    assert point.pairs[1].short.events == point.amount
+    # Every process of the server was counted, and named: the client's backend did nearly all the work.
+    assert {"foreground", "postmaster", "checkpointer", "walwriter"} <= set(point.by_role)
+    assert point.foreground_share is not None and 0.95 < point.foreground_share <= 1.01
+    assert point.counted == "server" and point.unit == "events"
     assert point.tool == "cachegrind" and point.valgrind_version.startswith("valgrind-")
     assert point.valgrind_command[:2] == ["valgrind", "--tool=cachegrind"]
     assert "--cache-sim=no" in point.valgrind_command
     assert point.wall_s > 0 and not point.reused_data
-    assert point.step == "point-query_range=100" and point.command == SUITE.instruction_command(point.step, 1)
+    assert point.step == "point-query_range=100" and point.command[-2:] == ["--events", str(point.amount)]
+    # Why: the per-function counts add up to about the whole per-event figure, and name Postgres's executor.
+    names = {f["function"] for f in point.functions}
+    assert any("PostgresMain" in n or "exec_" in n or "ExecutorRun" in n for n in names), sorted(names)[:20]
+    own = sum(f["self_ir"] for f in point.functions)
+    assert 0.5 * point.per_event < own < 1.2 * point.per_event
     d = point.to_dict()
-    assert d["pairs"][0]["per_query"] == point.pairs[0].per_query
+    assert d["pairs"][0]["per_query"] == point.pairs[0].per_query and d["foreground_share"] == point.foreground_share
+
+
+def test_a_write_step_counts_the_same_work_every_time(point: InstructionCount, workdir: Path) -> None:
+    """update-index from the same pristine tables, a fixed number of events: the foreground's work repeats to
+    well under a per cent (the background writers' timed wake-ups are what varies)."""
+    w = measure(workdir, "update-index_range=100", repeats=2, amount=300)
+    assert w.reused_data and w.amount == 300
+    fg = [p.per_event_by_role()["foreground"] for p in w.pairs]
+    assert abs(fg[0] - fg[1]) / fg[0] < 0.005, fg
+    assert w.per_event > point.per_event  # an update does more than a point select
+    assert {"walwriter", "checkpointer"} <= set(w.by_role)
 
 
 def test_read_only_costs_more_per_event_than_point_query(point: InstructionCount, workdir: Path) -> None:
@@ -107,8 +129,8 @@ from dbsweep.measure.instructions import instructions_per_op
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 suite, engine, step = Sysbench(SysbenchSettings(rows=1000)), engine_named("postgres"), "point-query_range=100"
 instructions_per_op(engine, engine.system_install("system"), "", Path(sys.argv[1]), step=step,
-                    load=[suite.command("load", 1)], run=lambda s: suite.instruction_command(step, s),
-                    tables=suite.tables(), short_seconds=20, long_seconds=40, repeats=1,
+                    load=[suite.command("load", 1)], plan=suite.instruction_plan(step, 20),
+                    tables=suite.tables(), repeats=1,
                     say=lambda m: print(m, flush=True))
 """
 
@@ -125,7 +147,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
-            if "pair 1 of 1" in line:
+            if "pair 1 of 1" in line:  # the timed short run (20 s) starts
                 break
         time.sleep(2)  # in the middle of the short run: the client, the backend and valgrind all busy
         assert any("valgrind" in " ".join(p.info["cmdline"] or []) for p in processes_under(tmp))
@@ -137,3 +159,40 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
             proc.wait()
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
     assert wait_no_processes(tmp, timeout=5) == []
+
+
+def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the command line: b logs every statement (more work per query, in the logging functions). The
+    run counts both targets' instructions; every report format shows the verdict, and `why` names the functions."""
+    configs = tmp / "configs" / "postgres"
+    configs.mkdir(parents=True)
+    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
+    (configs / "plain.conf").write_text(base)
+    (configs / "logged.conf").write_text(base + "\nlog_statement = 'all'\n")
+    monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp / "configs"))
+    study = write_study(tmp, rows=10000, seconds=1, warmup=0, config_a="plain", config_b="logged")
+    study.write_text(study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\n")
+    dbsweep("run", study)
+    out = tmp / "r.json"
+    dbsweep("report", study, "--format", "json", "--out", out)
+    data = json.loads(out.read_text())
+    got = {(x["target"], x["step"]): x for x in data["instructions"]}
+    point = got[("b", "point-query_range=100")]
+    assert point["verdict"] == "slower" and point["ratio"] > 1.01, point
+    assert point["floor"] >= 0.002 and point["floor_source"] in ("default", "pairs", "calibrate")
+    assert 0 < point["user_share"] <= 1 and point["qps_bound"] is not None
+    top = [f["function"] for f in point["why"][:5]]
+    assert point["why"][0]["delta_self"] > 0, point["why"][:3]
+    assert any(k in " ".join(top) for k in ("errstart", "EmitErrorReport", "errmsg", "log", "vsnprintf", "printf")), top
+    assert got[("b", "load")]["verdict"] is not None and got[("a", "load")]["per_event"] > 0
+    row = next(r for r in data["rows"] if r["target"] == "b" and r["step"] == "point-query_range=100")
+    assert row["instr_verdict"] == "slower" and row["instr_ratio"] == pytest.approx(point["ratio"])
+    group = next(g for g in data["groups"] if g["target"] == "b")
+    assert group.get("instr_slower") == 1
+    md = dbsweep("report", study, "--format", "markdown").stdout
+    assert "## Instructions per operation" in md and "Why, point-query_range=100, `b`" in md
+    html = tmp / "r.html"
+    dbsweep("report", study, "--format", "html", "--out", html)
+    assert 'id="instructions"' in html.read_text() and "why: point-query_range=100" in html.read_text()
+    why = dbsweep("why", study, "--target", "b", "--step", "point-query_range=100", "--top", "5").stdout
+    assert "instructions per event" in why and top[0] in why

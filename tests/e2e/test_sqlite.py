@@ -18,8 +18,10 @@ import pytest
 
 from dbsweep.build import cache, variants
 from dbsweep.engines.registry import engine_named
+from dbsweep.errors import StepError
 from dbsweep.measure import instructions
 from dbsweep.sources import debian
+from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 from ..conftest import dbsweep
 
@@ -143,40 +145,23 @@ def test_a_pragma_sqlite_does_not_take_fails_its_target(built: cache.Build, tmp:
 def test_instructions_count_the_whole_client(tmp: Path) -> None:
     engine = engine_named("sqlite")
     install = engine.system_install("system")
-    load = [["sysbench", "prepare", "--tables", "1", "--rows", "5000"]]
-
-    def run(seconds: int) -> list[str]:
-        return [
-            "sysbench",
-            "point-query",
-            "--tables",
-            "1",
-            "--rows",
-            "5000",
-            "--clients",
-            "1",
-            "--seconds",
-            str(seconds),
-            "--warmup",
-            "0",
-        ]
-
+    suite = Sysbench(SysbenchSettings(rows=5000))
     count = instructions.instructions_per_op(
         engine,
         install,
         "journal_mode = WAL\ncache_size = -65536\n",
         tmp / "vg",
-        step="point-query",
-        load=load,
-        run=run,
-        tables=["sbtest1"],
-        short_seconds=1,
-        long_seconds=3,
+        step="point-query_range=100",
+        load=[suite.command("load", 1)],
+        plan=suite.instruction_plan("point-query_range=100", 1),
+        tables=suite.tables(),
     )
     assert count.counted == "client"
     assert 5_000 < count.per_query < 500_000, count.per_query  # a point query, the client's own work included
     assert count.spread < 0.02, [p.per_event for p in count.pairs]
-    assert all(p.long.events > p.short.events for p in count.pairs)
+    assert all(p.long.events == 3 * count.amount for p in count.pairs)
+    assert count.by_role == {"foreground": pytest.approx(count.median_pair().per_event)}  # one process: the client
+    assert any("sqlite3" in f["function"] for f in count.functions), [f["function"] for f in count.functions[:10]]
 
 
 @pytest.mark.skipif(not SLOW, reason="two builds and a training run (about 3 minutes): set DBSWEEP_SLOW_TESTS=1")
@@ -191,35 +176,25 @@ def test_pgo_build_is_trained_through_the_load_client() -> None:
     assert b.install.short_version == VERSION
 
 
-def test_a_starved_long_run_is_run_again_longer(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """valgrind's runs are timed by the wall clock: on a busy machine a long run can do less than its short one.
-    It is run again, twice as long, up to twice; only then is the count given up, saying why."""
+def test_a_long_run_that_ended_early_is_no_count(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs do a fixed number of events; a long run that did no more than its short one (the client stopped
+    at its time limit) gives no figure, and says why."""
     engine = engine_named("sqlite")
     install = engine.system_install("system")
     asked: list[int] = []
-    events_by_seconds = {1: 1000, 3: 900, 6: 5000, 12: 9000}
+    events = {0: 1000, 3000: 900}
 
-    def starved(self: object, command: list[str], seconds: int) -> tuple[instructions.Run, dict[str, object]]:
-        asked.append(seconds)
-        n = events_by_seconds[seconds]
-        run = instructions.Run(seconds, n, n, 1_000_000 + 1234 * n, 1, "cg.1", 0, float(seconds))
-        return run, {"statements_per_event": 1, "group": "point"}
+    def ended(self: object, amount: int, tables: list[str]) -> instructions.Run:
+        asked.append(amount)
+        n = events[amount]
+        return instructions.Run(amount, n, n, 1_000_000 + 1234 * n, {"foreground": 1}, str(tmp), 1.0)
 
-    monkeypatch.setattr(instructions._Session, "run", starved)
-    load = [["sysbench", "prepare", "--tables", "1", "--rows", "1000"]]
-
-    def run(seconds: int) -> list[str]:
-        return ["sysbench", "point-query", "--rows", "1000", "--seconds", str(seconds), "--warmup", "0"]
-
-    count = instructions.instructions_per_op(
-        engine, install, "journal_mode = WAL\n", tmp / "vg", step="point-query", load=load, run=run,
-        tables=["sbtest1"], short_seconds=1, long_seconds=3,
-    )  # fmt: skip
-    assert asked == [1, 1, 3, 6, 1, 3, 6]  # warm-up; then each pair: short, long (starved), long again at 6 s
-    assert count.per_event == pytest.approx(1234) and count.spread == 0
-    events_by_seconds.update({6: 950, 12: 990})  # starved every time
-    with pytest.raises(Exception, match=r"completed 990 events in 12 s, no more than the short run's 1000 in 1 s"):
+    monkeypatch.setattr(instructions._Pass, "run", ended)
+    suite = Sysbench(SysbenchSettings(rows=1000))
+    with pytest.raises(StepError, match=r"completed 900 events, no more than the short run's 1000"):
         instructions.instructions_per_op(
-            engine, install, "journal_mode = WAL\n", tmp / "vg", step="point-query", load=load, run=run,
-            tables=["sbtest1"], short_seconds=1, long_seconds=3,
+            engine, install, "journal_mode = WAL\n", tmp / "vg", step="point-query_range=100",
+            load=[suite.command("load", 1)], plan=suite.instruction_plan("point-query_range=100", 1),
+            tables=suite.tables(),
         )  # fmt: skip
+    assert asked == [0, 3000]  # the timed short run found 1000 events; the long one was asked three times that

@@ -11,7 +11,7 @@ from dbsweep.engines.postgres import Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
-from dbsweep.measure.instructions import instructions_per_op, read_ir, unrunnable_flags
+from dbsweep.measure.instructions import CountPlan, instructions_per_op, read_ir, unrunnable_flags
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 SUITE = Sysbench(SysbenchSettings(rows=1000))
@@ -26,7 +26,7 @@ def _measure(install: Install, home: Path) -> None:
         home,
         step="point-query_range=100",
         load=[SUITE.command("load", 1)],
-        run=lambda seconds: SUITE.instruction_command("point-query_range=100", seconds),
+        plan=SUITE.instruction_plan("point-query_range=100", 2),
         tables=SUITE.tables(),
     )
 
@@ -74,16 +74,40 @@ def test_missing_valgrind_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.M
     assert not (tmp_path / "srv").exists()
 
 
-def test_durations_and_repeats_are_checked_first(tmp_path: Path) -> None:
+def test_amounts_and_repeats_are_checked_first(tmp_path: Path) -> None:
     engine = engine_named("postgres")
     install = engine.system_install("system")
-    common = {"step": "s", "load": [], "run": lambda _s: [], "tables": []}
-    with pytest.raises(DbsweepError, match="need 0 < short_seconds < long_seconds, not 3 and 3"):
-        instructions_per_op(engine, install, "", tmp_path, short_seconds=3, long_seconds=3, **common)  # type: ignore[arg-type]
+    common = {"step": "s", "load": [], "tables": []}
+    nothing = CountPlan(lambda _n: [])
+    with pytest.raises(DbsweepError, match="gives neither an amount nor a probe"):
+        instructions_per_op(engine, install, "", tmp_path, plan=nothing, **common)  # type: ignore[arg-type]
+    with pytest.raises(DbsweepError, match="amount must be positive, not 0"):
+        instructions_per_op(engine, install, "", tmp_path, plan=CountPlan(lambda _n: [], short=0), **common)  # type: ignore[arg-type]
     with pytest.raises(DbsweepError, match="repeats must be at least 1, not 0"):
-        instructions_per_op(engine, install, "", tmp_path, repeats=0, **common)  # type: ignore[arg-type]
+        plan = CountPlan(lambda _n: [], short=10)
+        instructions_per_op(engine, install, "", tmp_path, plan=plan, repeats=0, **common)  # type: ignore[arg-type]
     with pytest.raises(DbsweepError, match="unknown valgrind tool 'massif'"):
         instructions.valgrind_wrapper("massif", tmp_path)  # type: ignore[arg-type]
+
+
+def test_every_step_is_counted_by_a_fixed_amount_of_work() -> None:
+    """Every measured step and the load have a plan; runs of a timed step are fixed numbers of events (the
+    same statements for every target), the load a fixed number of rows from an empty database."""
+    suite = Sysbench(SysbenchSettings(rows=50_000, steps=["update-index", "point-query", "scan"]))
+    assert set(suite.instruction_steps()) == {
+        "load",
+        "update-index_range=100",
+        "point-query_range=100",
+        "scan_range=100",
+    }
+    plan = suite.instruction_plan("update-index_range=100", 2)
+    assert plan.short is None and plan.probe is not None and plan.unit == "events" and not plan.from_empty
+    assert plan.probe()[-4:] == ["--seconds", "2", "--warmup", "0"]
+    fixed = suite.instruction_plan("update-index_range=100", 2, 1234).command(1234)
+    assert fixed[-2:] == ["--events", "1234"] and "--clients" in fixed and fixed[fixed.index("--clients") + 1] == "1"
+    load = suite.instruction_plan("load", 2)
+    assert load.from_empty and load.unit == "rows" and load.short == 5_000
+    assert load.command(15_000)[:2] == ["sysbench", "prepare"] and "15000" in load.command(15_000)
 
 
 def test_read_ir_waits_for_the_totals(tmp_path: Path) -> None:

@@ -63,7 +63,10 @@ def test_bad_ibench_options_fail_before_connecting(args: list[str], message: str
     ("args", "message"),
     [
         (["nope"], "unknown step 'nope'; the steps are prepare, point-query, random-points, "),
-        (["point-query", "--rows", "0", "--seconds", "1"], "tables, rows, clients and seconds must all be positive"),
+        (
+            ["point-query", "--rows", "0", "--seconds", "1"],
+            "tables, rows, clients, seconds and events must all be positive",
+        ),
         (["point-query", "--range", "0"], "--range must be at least 1"),
         (["prepare", "--rows", "0"], "prepare needs at least one table and one row per table"),
     ],

@@ -166,17 +166,18 @@ def test_ibench_estimate_and_clean_check(tmp: Path) -> None:
     assert 1_200_000 * ibench.ROW_BYTES < e.data_bytes < 5 * 1_200_000 * ibench.ROW_BYTES
 
 
-def test_instruction_pass_is_estimated_per_target_and_read_step(tmp: Path) -> None:
+def test_instruction_pass_is_estimated_per_target_and_counted_step(tmp: Path) -> None:
     (tmp / "a").mkdir()
     (tmp / "b").mkdir()
     steps = '["point-query.pre", "point-query", "update-index", "random-points"]'
     off = preflight.check(_study(tmp / "a", steps=steps)).estimate
     on = preflight.check(_study(tmp / "b", steps=steps, end="[measure]\ninstructions = true\n")).estimate
     assert off.parts["instructions"] == 0
-    # Two targets x two distinct read steps (point-query.pre and point-query share a count).
+    # Two targets x four distinct counts: the load, update-index, random-points and point-query (point-query.pre
+    # and point-query share a count).
     per_step = preflight.VALGRIND_STARTS * preflight.VALGRIND_START_S
-    assert on.parts["instructions"] > 2 * 2 * per_step
-    assert on.parts["instructions"] < 2 * 3 * per_step + 2 * 60
+    assert on.parts["instructions"] > 2 * 4 * per_step
+    assert on.parts["instructions"] < 2 * 5 * per_step + 2 * 60
 
 
 # ---- 1. sizes the load client cannot take --------------------------------------------------------------------
@@ -540,3 +541,16 @@ def test_describe_is_one_plain_line() -> None:
     )
     e = preflight.Estimate(seconds=42, parts={"steps": 42}, builds_needed=0, data_bytes=60_000_000, cells=1)
     assert preflight.describe(e) == "estimated wall time 42 s (1 cell); largest data directory ≈ 60 MB"
+
+
+def test_a_build_valgrind_cannot_run_is_said_before_the_run(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-march=native on a CPU with AVX-512: the target gets no instruction counts, and validate says so."""
+    for name, flags in (("avx512", {"sse4_2", "avx2", "avx512f"}), ("avx2", {"sse4_2", "avx2"})):
+        monkeypatch.setattr(preflight.instructions, "host_cpu_flags", lambda flags=flags: set(flags))
+        (tmp / name).mkdir()
+        study = _study(tmp / name, b_source="15.18", b_variant="o3_native", end="[measure]\ninstructions = true\n")
+        found = _at(preflight.check(study).warnings, study, "targets[1].variant")
+        if name == "avx512":
+            assert found and "valgrind cannot run a build with -march=native" in found[0], found
+        else:
+            assert not found

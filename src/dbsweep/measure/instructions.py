@@ -40,6 +40,7 @@ import psutil
 from dbsweep import loadclient
 from dbsweep.engines.base import Engine, EngineError, Install, Instance
 from dbsweep.errors import DbsweepError, StepError
+from dbsweep.measure import functions
 
 Tool = Literal["cachegrind", "callgrind"]
 TOOLS: tuple[Tool, ...] = ("cachegrind", "callgrind")
@@ -59,6 +60,7 @@ _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
 # LONG_RETRIES times): the difference is the measurement, and a small one is mostly noise of start-up.
 LONG_RUN = 3  # the long run does this many times the short one's work
 MIN_EVENTS = 20  # a probe that completes fewer is too short to count anything by
+FUNCTIONS_KEPT = 150  # functions stored per count: the report shows the few that changed most
 # Roles of the processes whose files a run leaves; an engine names its background processes itself.
 FOREGROUND = "foreground"  # the processes that served the client (backends, or an embedded engine's client)
 OTHER = "other"  # a process the engine did not name (start-up, the warm-up's connection, ...): constant per run
@@ -142,6 +144,8 @@ class InstructionCount:
     amount: int = 0  # the short runs' events or rows (the long ones do LONG_RUN times as many)
     # Per event, per role of the process, from the median pair; `foreground` is the work done for the client.
     by_role: dict[str, float] = dataclasses.field(default_factory=dict)
+    # Per event, by function, from the median pair (every process's files added): `functions.to_rows`.
+    functions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def foreground_share(self) -> float | None:
@@ -491,4 +495,15 @@ def instructions_per_op(
         unit=plan.unit,
         amount=amount,
     )
-    return dataclasses.replace(count, by_role=count.median_pair().per_event_by_role())
+    mid_pair = count.median_pair()
+    return dataclasses.replace(count, by_role=mid_pair.per_event_by_role(), functions=function_rows(mid_pair))
+
+
+def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]]:
+    """The pair's instructions per event by function (the largest `keep` by own and by inclusive cost)."""
+
+    def profile(run: Run) -> functions.Profile:
+        return functions.add(functions.read_functions(f) for f in sorted(Path(run.output_dir).iterdir()))
+
+    per_op = functions.per_operation(profile(pair.short), profile(pair.long), pair.short.events, pair.long.events)
+    return functions.to_rows(functions.top_functions(per_op, keep))

@@ -71,6 +71,16 @@ SUITE_COLUMNS = [*SUMMARY_COLUMNS, "sla_ok", *[f"max_{op}_us" for op in OPERATIO
 # How noisy the machine was (report/noise.py): the step's A-A spread beside its verdict, the most steal any
 # repetition saw, and the run's canary (the same on every row: its rates per round, in timing order).
 NOISE_COLUMNS = ["aa_spread", "aa_spread_source", "aa_spread_n", "steal_pct_max", "canary_cv", "canary_rates"]
+# The instruction count of the step (its 1-client row) and its verdict against the base (report/instr.py).
+INSTR_COLUMNS = [
+    "instr_per_event",
+    "instr_ratio",
+    "instr_verdict",
+    "instr_floor",
+    "instr_floor_source",
+    "instr_foreground_share",
+    "instr_error",
+]
 
 
 def _metric_columns(metric: str) -> list[str]:
@@ -85,7 +95,7 @@ def columns(data: ReportData) -> list[str]:
     """Every column, in order: the fixed ones, then any metric beyond the method's."""
     fixed = [c for m in PER_OP_ORDER for c in _metric_columns(m)]
     extra = [c for m in data.per_op_metrics if m not in PER_OP_ORDER for c in _metric_columns(m)]
-    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra, *NOISE_COLUMNS]
+    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra, *NOISE_COLUMNS, *INSTR_COLUMNS]
 
 
 def _clean(v: float | None) -> float | None:
@@ -141,6 +151,7 @@ def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
     for op in OPERATIONS:
         out[f"max_{op}_us"] = cell_max_us(c, op)
     out.update(_noise(data, row, c))
+    out.update(_instr(data, row, target))
     return {k: _clean(v) if isinstance(v, float) else v for k, v in out.items()}
 
 
@@ -154,6 +165,67 @@ def _noise(data: ReportData, row: Row, c: Entry) -> dict[str, Any]:
         "canary_cv": data.canaries.cv,
         "canary_rates": ";".join(repr(r) for r in data.canaries.rates) or None,
     }
+
+
+def _instr(data: ReportData, row: Row, target: str) -> dict[str, Any]:
+    ir = next((r for r in data.instr_rows if r.step == row.step), None)
+    counted = ir is not None and (target == data.base or target in row.instr)
+    count = (ir.counts.get(target) or {}) if ir is not None and counted else {}
+    j = row.instr.get(target)
+    return {
+        "instr_per_event": ir.per_event(target) if ir is not None and counted else None,
+        "instr_ratio": j.ratio if j else None,
+        "instr_verdict": j.verdict if j else None,
+        "instr_floor": j.floor if j and j.verdict else None,
+        "instr_floor_source": j.floor_source if j and j.verdict else None,
+        "instr_foreground_share": count.get("foreground_share"),
+        "instr_error": count.get("error"),
+    }
+
+
+def instructions(data: ReportData) -> list[dict[str, Any]]:
+    """Every step's counts, verdicts and per-function diffs against the base (all the functions kept)."""
+    out = []
+    for ir in data.instr_rows:
+        for t in data.ordered:
+            c = ir.counts.get(t) or {}
+            j = ir.judged.get(t)
+            out.append(
+                {
+                    "step": ir.step,
+                    "target": t,
+                    "per_event": c.get("per_event"),
+                    "per_query": c.get("per_query"),
+                    "spread": c.get("spread"),
+                    "unit": c.get("unit"),
+                    "amount": c.get("amount"),
+                    "by_role": c.get("by_role"),
+                    "foreground_share": c.get("foreground_share"),
+                    "error": c.get("error"),
+                    "ratio": j.ratio if j else None,
+                    "verdict": j.verdict if j else None,
+                    "floor": j.floor if j else None,
+                    "floor_source": j.floor_source if j else None,
+                    "user_share": ir.user_share.get(t),
+                    "qps_bound": ir.throughput_bound(t),
+                    "why": [
+                        {
+                            "function": f.function,
+                            "file": f.file,
+                            "line": f.line,
+                            "base_self": f.base_self,
+                            "target_self": f.target_self,
+                            "base_inclusive": f.base_inclusive,
+                            "target_inclusive": f.target_inclusive,
+                            "delta_self": f.delta_self,
+                            "rel_self": f.rel_self,
+                            "share_of_change": f.share_of_change,
+                        }
+                        for f in ir.why.get(t, [])
+                    ],
+                }
+            )
+    return out
 
 
 def canaries(data: ReportData) -> list[dict[str, Any]]:
@@ -206,6 +278,7 @@ def groups(data: ReportData) -> list[dict[str, Any]]:
             "stddev": g.summary.stddev,
             "geomean": _clean(g.geomean),
             **{str(v): n for v, n in g.verdicts.items()},
+            **{f"instr_{v}": n for v, n in g.instr_verdicts.items()},
         }
         for g in data.groups
     ]
@@ -243,6 +316,7 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
         "groups": groups(data),
         "provenance": provenance(data),
         "canaries": canaries(data),
+        "instructions": instructions(data),
         "canary_cv": data.canaries.cv,
     }
 

@@ -17,11 +17,12 @@ from typing import Any, NamedTuple
 
 from dbsweep import plan, verdicts
 from dbsweep.engines.registry import engine_named
-from dbsweep.report import noise
+from dbsweep.report import instr, noise
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
 from dbsweep.verdicts import stats
+from dbsweep.verdicts.instructions import InstrVerdict
 
 # Per-operation metrics in the order the method's tables show them; any other stored metric follows.
 PER_OP_ORDER = ("cpu/o", "cs/o", "r/o", "rKB/o", "wKB/o", "client_cpu/o", "instructions/o")
@@ -167,6 +168,8 @@ class Row:
     cost_cmp: dict[str, Comparison] = field(default_factory=dict)
     # The A-A spread of the step's QPS shown beside its verdicts, and where it came from (`noise`).
     spread: noise.Spread | None = None
+    # Every target but the base: the verdict on instructions per operation (`instr`; the step's 1-client row).
+    instr: dict[str, InstrVerdict] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,8 @@ class GroupStats:
     geomean: float
     verdicts: dict[stats.Verdict, int]
     title: str
+    # The same steps' verdicts on instructions per operation, where they were counted.
+    instr_verdicts: dict[stats.Verdict, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -302,6 +307,8 @@ class ReportData:
     has_series: bool = False
     # The canary timed before each round of the run (none when the report spans two runs).
     canaries: noise.Canaries = field(default_factory=noise.Canaries)
+    # Instructions per operation per step, with verdicts and the functions that changed (`instr`).
+    instr_rows: list[instr.InstrRow] = field(default_factory=list)
 
     @property
     def others(self) -> list[str]:
@@ -517,6 +524,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
     noise.attach(data, study, store)
+    instr.attach(data, study, store)
     return data
 
 
@@ -536,6 +544,7 @@ def compare_targets(
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
     noise.attach(data, study, store)
+    instr.attach(data, study, store)
     return data
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+from dbsweep.measure.functions import FunctionChange
 from dbsweep.report.data import Comparison, ReportData
 from dbsweep.report.noise import Spread
 from dbsweep.verdicts import stats
+from dbsweep.verdicts.instructions import InstrVerdict
 
 DASH = "-"
 
@@ -123,3 +125,37 @@ def column_styles(values: dict[str, float | None], failed: dict[str, bool]) -> d
         elif v >= hi - 0.25 * gap and gap > 0:
             out[t] = "green"
     return out
+
+
+# ---- instruction verdicts --------------------------------------------------------------------------------------
+
+
+def signed_pct(r: float | None, digits: int = 2) -> str:
+    """A ratio as a signed change: 1.0213 -> `+2.13%`."""
+    return DASH if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.{digits}f}%"
+
+
+def instr_verdict(j: InstrVerdict | None) -> str:
+    """`slower +2.13%` (the change in instructions per operation), or `-` without a count."""
+    if j is None or j.verdict is None:
+        return DASH
+    return f"{j.verdict} {signed_pct(j.ratio)}"
+
+
+def floor(j: InstrVerdict | None) -> str:
+    """The floor a verdict used, with its source: `0.20% default`, `1.1% pairs`, `0.4% calibrate`."""
+    return DASH if j is None or j.verdict is None else f"{pct(j.floor, 2)} {j.floor_source}"
+
+
+def function_place(c: FunctionChange) -> str:
+    """`file:line` of a function, or its file alone, or nothing without debug information."""
+    if c.file in ("", "???"):
+        return ""
+    return f"{c.file}:{c.line}" if c.line is not None else c.file
+
+
+def function_change(c: FunctionChange) -> str:
+    """One line of a per-function diff: `+1,234 (+12.3%) heap_update  heapam.c:3012`."""
+    rel = f" ({c.rel_self * 100:+.1f}%)" if c.rel_self is not None else " (new)" if c.target_self else " (gone)"
+    place = function_place(c)
+    return f"{c.delta_self:+,.0f}{rel} {c.function}" + (f"  {place}" if place else "")

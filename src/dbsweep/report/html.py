@@ -228,6 +228,63 @@ def _per_op_tables(data: ReportData) -> list[tuple[str, Table]]:
 # ---- the suite's own tables -------------------------------------------------------------------
 
 
+_VERDICT_CLS = {"faster": "green", "slower": "red", "same": "grey", "unsure": "yellow"}
+
+
+def _instr_table(data: ReportData) -> Table:
+    """Instructions per event per step and target, with each verdict, its floor and what it can mean."""
+    heads = ["step", "target", "instr/event", "change", "verdict", "floor", "foreground", "user", "QPS at most"]
+    rows: list[list[Td]] = []
+    for ir in data.instr_rows:
+        for t in data.ordered:
+            j = ir.judged.get(t)
+            c = ir.counts.get(t) or {}
+            v = ir.per_event(t)
+            rows.append(
+                [
+                    Td(ir.step, "l"),
+                    Td(t, "l"),
+                    Td("not counted", "red", title=str(c.get("error") or ""))
+                    if c.get("error")
+                    else Td(fmt.cost(v), sort=v),
+                    Td(fmt.signed_pct(j.ratio) if j else "", sort=j.ratio if j else None),
+                    Td(j.verdict or "-", _VERDICT_CLS.get(j.verdict or "", "")) if j else Td(""),
+                    Td(fmt.floor(j) if j else "", sort=j.floor if j else None),
+                    Td(fmt.pct(c.get("foreground_share")), sort=c.get("foreground_share")),
+                    Td(fmt.pct(ir.user_share.get(t)) if j else "", sort=ir.user_share.get(t)),
+                    Td(fmt.pct(ir.throughput_bound(t), 2) if j else "", sort=ir.throughput_bound(t)),
+                ]
+            )
+    return Table("instr", [], heads, [("", rows)])
+
+
+def _why_tables(data: ReportData) -> list[tuple[str, Table]]:
+    """Per step and target with a verdict: the functions whose instructions per event changed most (sortable)."""
+    out: list[tuple[str, Table]] = []
+    heads = ["function", "file:line", "base", "target", "change", "change %", "share of the change", "inclusive change"]
+    for ir in data.instr_rows:
+        for t, j in ir.judged.items():
+            changes = ir.why.get(t) or []
+            if not changes or j.verdict is None:
+                continue
+            rows = [
+                [
+                    Td(c.function, "l"),
+                    Td(fmt.function_place(c), "l"),
+                    Td(f"{c.base_self:,.0f}", sort=c.base_self),
+                    Td(f"{c.target_self:,.0f}", sort=c.target_self),
+                    Td(f"{c.delta_self:+,.0f}", "red" if c.delta_self > 0 else "green", sort=c.delta_self),
+                    Td(fmt.pct(c.rel_self), sort=c.rel_self),
+                    Td(fmt.pct(c.share_of_change), sort=c.share_of_change),
+                    Td(f"{d:+,.0f}" if (d := c.delta_inclusive) is not None else "-", sort=c.delta_inclusive),
+                ]
+                for c in changes
+            ]
+            title = f"{ir.step}: {t} against {data.base} ({j.verdict} {fmt.signed_pct(j.ratio)})"
+            out.append((title, Table(f"why-{len(out)}", [], heads, [("", rows)])))
+    return out
+
+
 def _extra_table(extra: ExtraTable) -> Table:
     rows = [
         [
@@ -578,4 +635,6 @@ def render(data: ReportData) -> str:
         extras=_extras(data),
         provenance=provenance,
         canary=_extra_table(ct) if (ct := noise.canary_table(data.canaries)) is not None else None,
+        instr=_instr_table(data) if data.instr_rows else None,
+        why=_why_tables(data),
     )

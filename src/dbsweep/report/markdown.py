@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dbsweep.report import fmt, noise
+from dbsweep.report import fmt, instr, noise
 from dbsweep.report.data import VERDICT_METRIC, ReportData, Row, config_change
 from dbsweep.report.tables import ExtraTable
 
@@ -118,6 +118,7 @@ def render(data: ReportData) -> str:
         ]
     )
     out += _per_op(data)
+    out += _instr(data)
     out += _extras([e for e in data.extra_tables if e.shown_in("markdown")])
     out += _noise(data)
     out += _provenance(data)
@@ -195,6 +196,38 @@ def _extras(tables: list[ExtraTable]) -> list[str]:
                 out += [f"## {section}", ""]
         out += [f"{t.title[:1].upper()}{t.title[1:]}." + (f" {t.note}" if t.note else ""), ""]
         out += _fence(_table(t.header, [[v.text for v in line] for line in t.rows], t.labels))
+    return out
+
+
+def _instr(data: ReportData) -> list[str]:
+    """Instructions per operation per step and target with their verdicts, then why: the functions that changed."""
+    if not data.instr_rows:
+        return []
+    lines: list[list[str]] = []
+    for ir in data.instr_rows:
+        for t in data.ordered:
+            j = ir.judged.get(t)
+            c = ir.counts.get(t) or {}
+            lines.append(
+                [
+                    ir.step,
+                    t,
+                    "not counted" if c.get("error") else fmt.cost(ir.per_event(t)),
+                    fmt.instr_verdict(j) if j else "",
+                    fmt.floor(j) if j else "",
+                    fmt.pct(c.get("foreground_share")),
+                    fmt.pct(ir.user_share.get(t)) if j else "",
+                    fmt.pct(ir.throughput_bound(t), 2) if j else "",
+                ]
+            )
+    head = ["step", "target", "instr/event", "verdict", "floor", "foreground", "user", "QPS at most"]
+    out = ["## Instructions per operation (valgrind): user-space work, not time", ""]
+    out += [*_fence(_table(head, lines, labels=2)), ""]
+    for ir in data.instr_rows:
+        for t, j in ir.judged.items():
+            if j.verdict in ("faster", "slower") and ir.why.get(t):
+                out += [f"Why, {ir.step}, `{t}` against `{data.base}` (instructions per event):", ""]
+                out += [f"- `{fmt.function_change(c)}`" for c in ir.why[t][: instr.WHY_TOP]] + [""]
     return out
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from dbsweep.report import fmt, noise
+from dbsweep.report import fmt, instr, noise
 from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, ReportData
 from dbsweep.report.tables import ExtraTable
 from dbsweep.verdicts import stats
+from dbsweep.verdicts.instructions import InstrVerdict
 
 STYLE = {"red": "red", "green": "green", "grey": "grey62"}
 VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "grey62", "unsure": "yellow"}
@@ -44,6 +45,7 @@ def render(data: ReportData, console: Console) -> None:
             render_extra(extra, console)
     _render_groups(data, console)
     _render_per_op(data, console)
+    _render_instr(data, console)
     _render_noise(data, console)
     for note in data.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
@@ -69,6 +71,8 @@ def _render_main(data: ReportData, console: Console) -> None:
         if with_ci:
             table.add_column(f"{heading[t]}\n{data.confidence:.0%} CI", justify="right", no_wrap=True)
         table.add_column(f"{heading[t]}\nverdict", no_wrap=True)
+        if data.instr_rows:
+            table.add_column(f"{heading[t]}\ninstr/o", no_wrap=True)
     table.add_column("reps", justify="right", min_width=4)
     group = None
     for row in data.rows:
@@ -86,6 +90,8 @@ def _render_main(data: ReportData, console: Console) -> None:
                 if with_ci:
                     cells.append(fmt.ci(cmp))
                 cells.append(_verdict_spread(cmp.verdict, row.spread))
+                if data.instr_rows:
+                    cells.append(_instr(row.instr.get(t)))
         reps = sorted({len(c.values) for c in row.cells.values()})
         cells.append("/".join(str(n) for n in reps))
         table.add_row(*cells)
@@ -101,6 +107,55 @@ def _render_main(data: ReportData, console: Console) -> None:
     )
     if others and (legend := noise.spread_legend(data.rows)):
         console.print(legend, highlight=False)
+
+
+def _instr(j: InstrVerdict | None) -> str:
+    if j is None or j.verdict is None:
+        return "-"
+    return f"[{VERDICT_STYLE[j.verdict]}]{fmt.instr_verdict(j)}[/]"
+
+
+def _render_instr(data: ReportData, console: Console) -> None:
+    """Instructions per operation per step and target, the verdicts, and why: the functions that changed most."""
+    if not data.instr_rows:
+        return
+    table = Table(
+        title="Instructions per operation (valgrind, every server process, one client): user-space work, not time",
+        title_justify="left",
+    )
+    for col in ("step", "target", "instr/event", "change", "verdict", "floor", "foreground", "user", "QPS ≤"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("step", "target", "verdict") else "right")
+    for ir in data.instr_rows:
+        for i, t in enumerate(data.ordered):
+            c = ir.counts.get(t) or {}
+            j = ir.judged.get(t)
+            value = "[red]not counted[/red]" if c.get("error") else fmt.cost(ir.per_event(t))
+            table.add_row(
+                ir.step if i == 0 else "",
+                t,
+                value,
+                fmt.signed_pct(j.ratio) if j else "",
+                _verdict(j.verdict) if j else "",
+                fmt.floor(j) if j else "",
+                fmt.pct(c.get("foreground_share")),
+                fmt.pct(ir.user_share.get(t)) if j else "",
+                fmt.pct(ir.throughput_bound(t), 2) if j else "",
+                end_section=i == len(data.ordered) - 1,
+            )
+    console.print(table)
+    console.print(
+        "change: instructions per event against the base; floor: the smallest change the verdict reports and what "
+        "set it; foreground: the share of the work done by the processes that served the client; user: the "
+        "user-space share of the server's CPU in the timed 1-client step; QPS ≤: the most that change can move QPS.",
+        highlight=False,
+    )
+    for ir in data.instr_rows:
+        for t, j in ir.judged.items():
+            lines = ir.why.get(t) or []
+            if j.verdict in ("faster", "slower") and lines:
+                console.print(f"[bold]why[/bold] {ir.step}, {t} against {data.base} (instructions per event):")
+                for change in lines[: instr.WHY_TOP]:
+                    console.print(f"  {fmt.function_change(change)}", highlight=False, markup=False)
 
 
 def _render_noise(data: ReportData, console: Console) -> None:
@@ -130,7 +185,12 @@ def _render_groups(data: ReportData, console: Console) -> None:
                 *[_coloured(v) for v in (s.min, s.max, s.mean, s.median)],
                 fmt.ratio(s.stddev),
                 _coloured(g.geomean),
-                ", ".join(f"{n} {_verdict(v)}" for v, n in g.verdicts.items() if n),
+                ", ".join(f"{n} {_verdict(v)}" for v, n in g.verdicts.items() if n)
+                + (
+                    "; instr/o: " + ", ".join(f"{n} {_verdict(v)}" for v, n in g.instr_verdicts.items() if n)
+                    if g.instr_verdicts
+                    else ""
+                ),
                 end_section=i == len(members) - 1,
             )
     console.print(table)

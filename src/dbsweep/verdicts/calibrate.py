@@ -23,13 +23,13 @@ def study_name(study: Study, target: Target) -> str:
     return f"{study.title}-calibrate-{target.slug}"[:80]
 
 
-def _copy_labels(target: Target) -> tuple[str, str]:
+def copy_labels(target: Target) -> tuple[str, str]:
     return f"{target.label} (A)", f"{target.label} (B)"
 
 
 def copies(study: Study, target: Target, steps: list[str] | None, repeats: int, placement: str | None) -> Study:
     """The calibration study: `target` twice, (A) as the base and (B), under the study's suite."""
-    name_a, name_b = _copy_labels(target)
+    name_a, name_b = copy_labels(target)
     a = target.model_copy(update={"name": name_a})
     b = target.model_copy(update={"name": name_b})
     suite = study.suite.model_copy(update={"steps": steps}) if steps else study.suite
@@ -127,7 +127,7 @@ def measured_noise(study: Study, store: Store, target: Target) -> Measured | Non
         return None
     run_id = latest[0]
     qps = by_repetition(store.results(run_id))
-    a, b = _copy_labels(target)
+    a, b = copy_labels(target)
     out: dict[tuple[str, int], tuple[float, int]] = {}
     for (name, step, clients), qa in qps.items():
         qb = qps.get((b, step, clients))

@@ -8,17 +8,25 @@ from typing import TYPE_CHECKING
 
 from dbsweep.results.store import Store
 from dbsweep.study import Study
+from dbsweep.verdicts import instructions
 from dbsweep.verdicts.judging import unsure_targets
 
 if TYPE_CHECKING:
     from dbsweep.runner import Outcome, Runner
 
 
+def decided_by_instructions(study: Study, store: Store, run_id: int) -> set[tuple[str, str, int]]:
+    """(target, step, 1): the single-client cells whose instruction verdict is decided. Instructions decide
+    first; QPS rounds are added only where no count decides (other client counts, steps not counted)."""
+    judged = instructions.run_verdicts(store.instruction_counts(run_id), study.base)
+    return {(t, step, 1) for (t, step), j in judged.items() if j.decided}
+
+
 def until_decided(study: Study, store: Store, runner: Runner, outcome: Outcome, say: Callable[[str], None]) -> None:
     """Adds rounds to `outcome`'s run (and counts them into it) while any verdict is unsure."""
     while True:
         rows = store.results(outcome.run_id)
-        unsure = unsure_targets(study, rows)
+        unsure = unsure_targets(study, rows, decided_by_instructions(study, store, outcome.run_id))
         reps = max([study.repeats, *(r.repetition for r in rows)])
         if not unsure:
             say(f"Every verdict is decided after {reps} repetitions.")

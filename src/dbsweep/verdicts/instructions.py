@@ -36,9 +36,7 @@ class InstrVerdict:
         return self.verdict is not None and stats.decided(self.verdict)
 
 
-def floor_for(
-    base: Mapping[str, Any], target: Mapping[str, Any], aa: float | None = None
-) -> tuple[float, FloorSource]:
+def floor_for(base: Mapping[str, Any], target: Mapping[str, Any], aa: float | None = None) -> tuple[float, FloorSource]:
     """The smallest difference worth a verdict for this pair of counts, and what set it."""
     floor, source = stats.INSTRUCTION_FLOOR, "default"
     pairs = 3 * max(float(base.get("spread") or 0), float(target.get("spread") or 0))

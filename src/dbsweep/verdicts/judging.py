@@ -3,7 +3,7 @@ repetitions' QPS. Repetition r of every target ran in the same round, so rounds 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from dbsweep.results.model import StoredCell
@@ -83,11 +83,17 @@ def run_verdicts(study: Study, rows: list[StoredCell]) -> dict[CellId, Judged]:
     return out
 
 
-def unsure_targets(study: Study, rows: list[StoredCell]) -> set[str]:
-    """Targets with at least one cell whose verdict is still unsure (load and warm-ups aside)."""
+def unsure_targets(
+    study: Study, rows: list[StoredCell], decided_by_instructions: Collection[tuple[str, str, int]] = ()
+) -> set[str]:
+    """Targets with at least one cell whose verdict is still unsure (load and warm-ups aside). A cell in
+    `decided_by_instructions` (target, step, clients) has its verdict from instruction counts already."""
     suite = study.bench
     return {
         t
-        for (t, step, _c), j in run_verdicts(study, rows).items()
-        if j.verdict == "unsure" and step in suite.step_names() and suite.in_verdicts(step)
+        for (t, step, c), j in run_verdicts(study, rows).items()
+        if j.verdict == "unsure"
+        and step in suite.step_names()
+        and suite.in_verdicts(step)
+        and (t, step, c) not in decided_by_instructions
     }
