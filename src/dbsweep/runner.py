@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
 from dbsweep.installs import get_install
-from dbsweep.measure import Sampler, canary, instructions, integrity
+from dbsweep.measure import Sampler, canary, instructions, integrity, profiling
 from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
 from dbsweep.results.model import CellKey, CellResult
@@ -161,7 +161,8 @@ class Runner:
             elif st[0] == "failed":
                 out.skipped_failed += 1
         counts = self._instructions_todo(run_id) if targets is None else {}
-        if not todo and not counts:
+        profiles = self._profiles_todo(run_id) if targets is None else {}
+        if not todo and not counts and not profiles:
             return out
         groups: dict[tuple[int, str], list[CellKey]] = {}
         for key in todo:
@@ -169,7 +170,7 @@ class Runner:
         target_ids = self.store.target_ids(run_id)
         with self._progress() as progress:
             # Every build happens before any step runs: never benchmark while building.
-            labels = {k.target for k in todo} | set(counts)
+            labels = {k.target for k in todo} | set(counts) | set(profiles)
             prepared = {label: self._prepare(self.study.target(label), progress) for label in sorted(labels)}
         self.cell_log = CellLog(self.console, [self.suite.cell_seconds(k.step) for k in todo])
         with self._progress() as progress:
@@ -191,7 +192,10 @@ class Runner:
             jobs = [GroupJob(label, rep, tuple(keys)) for (rep, label), keys in groups.items()]
             self.executor.run(jobs, work)
         if counts:
-            self._count_instructions(run_id, counts, prepared, target_ids)
+            # The profile pass starts from the same pristine copy: it removes it, after.
+            self._count_instructions(run_id, counts, prepared, target_ids, keep=set(profiles))
+        if profiles:
+            self._profile(run_id, profiles, prepared, target_ids)
         return out
 
     def _canary(self, run_id: int, rep: int, progress: Progress) -> None:
@@ -219,7 +223,12 @@ class Runner:
         return {t: sts for t, sts in todo.items() if sts}
 
     def _count_instructions(
-        self, run_id: int, todo: dict[str, list[str]], prepared: dict[str, Prepared | str], target_ids: dict[str, int]
+        self,
+        run_id: int,
+        todo: dict[str, list[str]],
+        prepared: dict[str, Prepared | str],
+        target_ids: dict[str, int],
+        keep: Collection[str] = (),
     ) -> None:
         """The valgrind pass: one client per step, on a freshly loaded copy of the tables, after every
         timed cell (valgrind's CPU load must not overlap a measured step). Steps that share their work (a
@@ -252,7 +261,7 @@ class Runner:
                     if error:
                         progress.console.print(f"[yellow]{label} {step}: instructions not counted: {error}[/yellow]")
                     progress.advance(task)
-                if not self.keep_data:
+                if not self.keep_data and label not in keep:
                     shutil.rmtree(self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind", True)
 
     def _count_one(
@@ -277,6 +286,70 @@ class Runner:
         except DbsweepError as e:
             return {}, str(e)
         return count.to_dict(), None
+
+    # ---- sampled profiles (measure.profile) ---------------------------------------------------------------
+
+    def _profiles_todo(self, run_id: int) -> dict[str, list[str]]:
+        """target -> the timed steps still to profile (the load is sized, not timed: not profiled)."""
+        if not self.study.measure.profile:
+            return {}
+        shares = self.suite.instruction_steps()
+        setup = set(self.suite.setup_steps())
+        steps = [st for st in shares if st not in setup]
+        have = self.store.profiles(run_id)
+        if self.rerun_failed:
+            have = {k: v for k, v in have.items() if not v.get("error")}
+        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self.study.targets}
+        return {t: sts for t, sts in todo.items() if sts}
+
+    def _profile(
+        self, run_id: int, todo: dict[str, list[str]], prepared: dict[str, Prepared | str], target_ids: dict[str, int]
+    ) -> None:
+        """The profile pass: perf samples the server while one client runs each step, from the pristine copy
+        the instruction pass uses (no valgrind), after every timed cell."""
+        shares = self.suite.instruction_steps()
+        total = sum(len(v) for v in todo.values())
+        seconds = self.study.measure.profile_seconds
+        with self._progress() as progress:
+            task = progress.add_task("sampled profiles (perf)", total=total, unit="steps")
+            for label, steps in todo.items():
+                ready = prepared[label]
+                target = self.study.target(label)
+                home = self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
+                done: dict[tuple[str, int], tuple[dict[str, Any], str | None]] = {}
+                for step in steps:
+                    key = shares[step]
+                    if key not in done:
+                        progress.update(task, description=f"profile: {label} {step}")
+                        done[key] = self._profile_one(ready, home, step, seconds)
+                    data, error = done[key]
+                    self.store.write_profile(run_id, target_ids[label], step, data, error)
+                    if error:
+                        progress.console.print(f"[yellow]{label} {step}: not profiled: {error}[/yellow]")
+                    progress.advance(task)
+                if not self.keep_data:
+                    shutil.rmtree(home, True)
+
+    def _profile_one(
+        self, ready: Prepared | str, home: Path, step: str, seconds: int
+    ) -> tuple[dict[str, Any], str | None]:
+        if isinstance(ready, str):
+            return {}, ready
+        setup = self.suite.setup_steps()
+        try:
+            prof = profiling.profile_step(
+                self.engine,
+                ready.install,
+                ready.config_text,
+                home,
+                step=step,
+                load=[self.suite.command(s, self.suite.clients(s)[0]) for s in setup],
+                command=self.suite.instruction_command(step, seconds),
+                tables=self.suite.tables(),
+            )
+        except DbsweepError as e:
+            return {}, str(e)
+        return prof.to_dict(), None
 
     # ---- one target ready to run ------------------------------------------------------------------------
 

@@ -90,8 +90,11 @@ class Measure(_Strict):
     instructions: bool = False
     # cachegrind counts each function's own instructions; callgrind also its callees' (inclusive), more slowly.
     instruction_tool: Literal["cachegrind", "callgrind"] = "cachegrind"
-    # Seconds of the short run; the long one is three times as long (their difference cancels start-up).
+    # Seconds of the timed short run that finds how many events every run counts (the long run does 3x).
     instruction_seconds: PositiveInt = 2
+    # Sample the server with perf while one client runs each step, after the timed cells: flame graphs.
+    profile: bool = False
+    profile_seconds: PositiveInt = 10
 
 
 class Study(_Strict):

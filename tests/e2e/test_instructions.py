@@ -18,6 +18,7 @@ import pytest
 
 from dbsweep.engines import postgres
 from dbsweep.engines.registry import engine_named
+from dbsweep.measure import profile
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op, read_ir
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
@@ -125,6 +126,7 @@ CTRL_C = """
 import sys
 from pathlib import Path
 from dbsweep.engines.registry import engine_named
+from dbsweep.measure import profile
 from dbsweep.measure.instructions import instructions_per_op
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 suite, engine, step = Sysbench(SysbenchSettings(rows=1000)), engine_named("postgres"), "point-query_range=100"
@@ -163,7 +165,8 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
 
 def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
-    run counts both targets' instructions; every report format shows the verdict, and `why` names the functions."""
+    run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;
+    where perf can sample, the HTML report has the flame graphs."""
     configs = tmp / "configs" / "postgres"
     configs.mkdir(parents=True)
     base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
@@ -171,7 +174,9 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     (configs / "logged.conf").write_text(base + "\nlog_statement = 'all'\n")
     monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp / "configs"))
     study = write_study(tmp, rows=10000, seconds=1, warmup=0, config_a="plain", config_b="logged")
-    study.write_text(study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\n")
+    perf = profile.detect()
+    extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
+    study.write_text(study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\n" + extra)
     dbsweep("run", study)
     out = tmp / "r.json"
     dbsweep("report", study, "--format", "json", "--out", out)
@@ -196,3 +201,13 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     assert 'id="instructions"' in html.read_text() and "why: point-query_range=100" in html.read_text()
     why = dbsweep("why", study, "--target", "b", "--step", "point-query_range=100", "--top", "5").stdout
     assert "instructions per event" in why and top[0] in why
+    if not perf.can_sample:
+        return
+    profiles = {(x["target"], x["step"]): x for x in data["profiles"]}
+    for t in "ab":
+        prof = profiles[(t, "point-query_range=100")]
+        assert prof["error"] is None and prof["samples"] > 0 and prof["hottest"], prof
+        assert prof["folded"].count("\n") >= 1 and prof["call_graph"] in ("fp", "dwarf,16384")
+        assert set(prof["per_event"]) >= {"task-clock", "cycles"}  # cycles may be None: not every host counts it
+    page = html.read_text()
+    assert 'id="flames"' in page and page.count('<iframe class="flame"') == 3  # a, b, and b against a

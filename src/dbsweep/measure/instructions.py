@@ -314,7 +314,7 @@ class _Pass:
         if self.plan.from_empty:
             self.instance.init()
         else:
-            self.instance.restore_state(pristine)
+            self.instance.restore_state(pristine)  # as restore_pristine
 
     def run(self, amount: int, tables: list[str]) -> Run:
         """One run of `amount` events or rows (0: the plan's probe, timed): fresh data, the server under
@@ -401,6 +401,36 @@ def _load(instance: Instance, load: list[list[str]], home: Path, say: Callable[[
     instance.save_state(home / _PRISTINE)
 
 
+def quiet_instance(engine: Engine, install: Install, config_text: str, home: Path) -> Instance:
+    """The instance the passes after the timed cells run (instructions, profiles): the config with the engine's
+    quiet settings added, its home inside `home`, beside the pristine copy."""
+    # The instance's home is remade by each init: the pristine copy and the passes' files live beside it.
+    home.mkdir(parents=True, exist_ok=True)
+    instance = engine.instance(install, home / "server", "instructions", config_text, engine.server_user())
+    instance.config_text = config_text.rstrip() + "\n" + instance.quiet_config
+    return instance
+
+
+def pristine(
+    instance: Instance, install: Install, load: list[list[str]], home: Path, say: Callable[[str], None]
+) -> bool:
+    """Makes sure `home` holds the pristine copy of `instance` loaded by `load` and settled; True when an earlier
+    call already made it (same install, config and load), so it was reused."""
+    identity = {"bindir": str(install.bindir), "config": instance.config_text, "load": load}
+    marker = home / _LOADED
+    if (home / _PRISTINE).is_dir() and marker.is_file() and json.loads(marker.read_text()) == identity:
+        return True
+    marker.unlink(missing_ok=True)
+    _load(instance, load, home, say)
+    marker.write_text(json.dumps(identity))
+    return False
+
+
+def restore_pristine(instance: Instance, home: Path) -> None:
+    """The instance's home as the pristine copy left it."""
+    instance.restore_state(home / _PRISTINE)
+
+
 def instructions_per_op(
     engine: Engine,
     install: Install,
@@ -433,20 +463,10 @@ def instructions_per_op(
     version = valgrind_version()
     check_runnable(engine, install)
     home = home.resolve()
-    user = engine.server_user()
-    # The instance's home is remade by each init: the pristine copy and valgrind's files live beside it.
-    home.mkdir(parents=True, exist_ok=True)
-    instance = engine.instance(install, home / "server", "instructions", config_text, user)
-    instance.config_text = config_text.rstrip() + "\n" + instance.quiet_config
-    identity = {"bindir": str(install.bindir), "config": instance.config_text, "load": load}
-    marker = home / _LOADED
     shutil.rmtree(home / "valgrind", ignore_errors=True)
+    instance = quiet_instance(engine, install, config_text, home)
     try:
-        reused = (home / _PRISTINE).is_dir() and marker.is_file() and json.loads(marker.read_text()) == identity
-        if not reused:
-            marker.unlink(missing_ok=True)
-            _load(instance, load, home, say)
-            marker.write_text(json.dumps(identity))
+        reused = pristine(instance, install, load, home, say)
         counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d), home, plan)
         amount = plan.short
         pairs: list[Pair] = []

@@ -15,6 +15,7 @@ import re
 from typing import Any, TextIO
 
 from dbsweep import __version__
+from dbsweep.report import flames
 from dbsweep.report.data import (
     PER_OP_ORDER,
     VERDICT_METRIC,
@@ -317,6 +318,7 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
         "provenance": provenance(data),
         "canaries": canaries(data),
         "instructions": instructions(data),
+        "profiles": flames.to_json(data),
         "canary_cv": data.canaries.cv,
     }
 

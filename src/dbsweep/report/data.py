@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from dbsweep import plan, verdicts
 from dbsweep.engines.registry import engine_named
-from dbsweep.report import instr, noise
+from dbsweep.report import flames, instr, noise
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
@@ -309,6 +309,8 @@ class ReportData:
     canaries: noise.Canaries = field(default_factory=noise.Canaries)
     # Instructions per operation per step, with verdicts and the functions that changed (`instr`).
     instr_rows: list[instr.InstrRow] = field(default_factory=list)
+    # Sampled profiles per step and target (`flames`).
+    profiles: list[flames.StepProfiles] = field(default_factory=list)
 
     @property
     def others(self) -> list[str]:
@@ -525,6 +527,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     data.extra_tables = study.bench.report_tables(data)
     noise.attach(data, study, store)
     instr.attach(data, study, store)
+    flames.attach(data, store)
     return data
 
 
@@ -545,6 +548,7 @@ def compare_targets(
     data.extra_tables = study.bench.report_tables(data)
     noise.attach(data, study, store)
     instr.attach(data, study, store)
+    flames.attach(data, store)
     return data
 
 

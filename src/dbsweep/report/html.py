@@ -23,7 +23,7 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from dbsweep import __version__
-from dbsweep.report import fmt, noise
+from dbsweep.report import flames, fmt, noise
 from dbsweep.report.data import (
     VERDICT_METRIC,
     Comparison,
@@ -637,4 +637,5 @@ def render(data: ReportData) -> str:
         canary=_extra_table(ct) if (ct := noise.canary_table(data.canaries)) is not None else None,
         instr=_instr_table(data) if data.instr_rows else None,
         why=_why_tables(data),
+        flames=flames.svgs(data),
     )

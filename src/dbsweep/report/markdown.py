@@ -119,6 +119,7 @@ def render(data: ReportData) -> str:
     )
     out += _per_op(data)
     out += _instr(data)
+    out += _profiles(data)
     out += _extras([e for e in data.extra_tables if e.shown_in("markdown")])
     out += _noise(data)
     out += _provenance(data)
@@ -229,6 +230,29 @@ def _instr(data: ReportData) -> list[str]:
                 out += [f"Why, {ir.step}, `{t}` against `{data.base}` (instructions per event):", ""]
                 out += [f"- `{fmt.function_change(c)}`" for c in ir.why[t][: instr.WHY_TOP]] + [""]
     return out
+
+
+def _hot(hottest: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{f} {share:.0%}" for f, share in hottest)
+
+
+def _profiles(data: ReportData) -> list[str]:
+    """Per profiled step and target: samples and the hottest functions (the flame graphs are in the HTML)."""
+    if not data.profiles:
+        return []
+    lines = [
+        [
+            sp.step,
+            t,
+            f"{d.get('samples') or 0:,}",
+            ", ".join(f"{f} {s:.0%}" for f, s in sp.hottest(t)) or str(d.get("error")),
+        ]
+        for sp in data.profiles
+        for t in data.ordered
+        if (d := sp.stored.get(t)) is not None
+    ]
+    out = ["## Sampled profiles (perf)", "", "The flame graphs, and the differential ones, are in the HTML report.", ""]
+    return [*out, *_fence(_table(["step", "target", "samples", "hottest functions"], lines, labels=2))]
 
 
 def _noise(data: ReportData) -> list[str]:

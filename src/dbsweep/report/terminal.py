@@ -46,6 +46,7 @@ def render(data: ReportData, console: Console) -> None:
     _render_groups(data, console)
     _render_per_op(data, console)
     _render_instr(data, console)
+    _render_profiles(data, console)
     _render_noise(data, console)
     for note in data.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
@@ -156,6 +157,25 @@ def _render_instr(data: ReportData, console: Console) -> None:
                 console.print(f"[bold]why[/bold] {ir.step}, {t} against {data.base} (instructions per event):")
                 for change in lines[: instr.WHY_TOP]:
                     console.print(f"  {fmt.function_change(change)}", highlight=False, markup=False)
+
+
+def _render_profiles(data: ReportData, console: Console) -> None:
+    """Per profiled step and target: samples and the hottest functions (the flame graphs are in the HTML)."""
+    if not data.profiles:
+        return
+    table = Table(title="Sampled profiles (perf): the functions with most samples of their own", title_justify="left")
+    for col in ("step", "target", "samples", "hottest functions"):
+        table.add_column(col, no_wrap=col != "hottest functions", justify="right" if col == "samples" else "left")
+    for sp in data.profiles:
+        for i, t in enumerate(data.ordered):
+            d = sp.stored.get(t)
+            if d is None:
+                continue
+            hot = ", ".join(f"{f} {share:.0%}" for f, share in sp.hottest(t))
+            samples = f"{d['samples']:,}" if d.get("samples") else "-"
+            table.add_row(sp.step if i == 0 else "", t, samples, hot or f"[red]{d.get('error') or '-'}[/red]")
+    console.print(table)
+    console.print("The flame graphs, and the differential ones against the base, are in the HTML report.")
 
 
 def _render_noise(data: ReportData, console: Console) -> None:

@@ -181,6 +181,16 @@ CREATE TABLE IF NOT EXISTS canaries (
     cpu_seconds REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS canaries_run ON canaries (run_id, repetition);
+-- A sampled profile of the server per target and step (measure.profile): folded stacks as text, and perf's
+-- counts per event. Older stores lack the table: the first writer creates it, a reader finds none.
+CREATE TABLE IF NOT EXISTS profiles (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    step TEXT NOT NULL,
+    error TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, target_id, step)
+);
 """
 
 
@@ -517,6 +527,31 @@ class Store:
             (run_id,),
         ).fetchall()
         return [StoredCanary(int(r), str(at), int(i), float(s), float(c)) for r, at, i, s, c in rows]
+
+    def write_profile(
+        self, run_id: int, target_id: int, step: str, data: dict[str, Any], error: str | None = None
+    ) -> None:
+        """One target's profile of a step (or why there is none)."""
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO profiles (run_id, target_id, step, error, data) VALUES (?,?,?,?,?)",
+                (run_id, target_id, step, error, json.dumps(data)),
+            )
+
+    def profiles(self, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
+        """(target, step) -> the stored profile (`folded` as text) and its `error`; none from an older store."""
+        if not self._has_table("profiles"):
+            return {}
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for name, step, error, data in self.db.execute(
+            "SELECT t.name, p.step, p.error, p.data FROM profiles p JOIN targets t ON t.id = p.target_id "
+            "WHERE p.run_id = ?",
+            (run_id,),
+        ):
+            d = json.loads(data) if data else {}
+            d["error"] = error
+            out[(name, step)] = d
+        return out
 
     def instruction_counts(self, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
         """(target, step) -> per_event, per_query, spread, error, and the rest of what was stored (`data`)."""

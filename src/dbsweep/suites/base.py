@@ -183,6 +183,11 @@ class Suite(ABC):
         completes, when not known yet) and three times as many; a sized step (the load) its own rows."""
         raise NotImplementedError(f"the {self.name} suite counts no instructions")
 
+    def instruction_command(self, step: str, seconds: int) -> list[str]:
+        """The load client's arguments for one client running `step` for `seconds`, without a warm-up (the
+        instruction pass's timed probe, the profile pass's sampled run)."""
+        raise NotImplementedError(f"the {self.name} suite counts no instructions")
+
     def describe(self) -> str:
         """What a run does, in a few words, for `validate`."""
         return f"{len(self.steps())} steps, clients {list(self.settings.clients)}"
