@@ -12,6 +12,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
 from dbsweep.measure.instructions import CountPlan, instructions_per_op, read_ir, unrunnable_flags
+from dbsweep.suites.ibench import Ibench, IbenchSettings
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 SUITE = Sysbench(SysbenchSettings(rows=1000))
@@ -120,3 +121,15 @@ def test_read_ir_waits_for_the_totals(tmp_path: Path) -> None:
     callgrind.write_text("version: 1\nevents: Ir\nsummary: 5\nfn=f\n1 5\n\ntotals: 77\n")
     assert read_ir(callgrind) == 77
     assert read_ir(tmp_path / "absent") is None
+
+
+def test_the_insert_benchmark_counts_its_insert_steps_by_rows() -> None:
+    """l.i0 from an empty database; l.i1 and l.i2 from the loaded tables; l.x and the read-write steps are not
+    a fixed amount of work (one CREATE INDEX; inserts paced by the clock)."""
+    suite = Ibench(IbenchSettings(profile="quick", clients=[1]))
+    assert set(suite.instruction_steps()) == {"l.i0", "l.i1", "l.i2"}
+    load = suite.instruction_plan("l.i0", 2)
+    assert load.from_empty and load.unit == "rows" and load.short == 20_000
+    assert load.command(20_000)[:2] == ["ibench", "l.i0"] and load.command(20_000)[-2:] == ["--rows", "20000"]
+    more = suite.instruction_plan("l.i1", 2)
+    assert not more.from_empty and more.short is not None and 1000 <= more.short <= 20_000

@@ -3,10 +3,12 @@ command for each, what a step's result means, and the SLA of the read-write step
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
@@ -30,6 +32,9 @@ STEP_NAMES = (*LOAD_STEPS, *RATES)
 SETUP = LOAD_STEPS
 # The postwrite maintenance runs right after l.i2, before the read-write steps.
 MAINTENANCE_AFTER = "l.i2"
+# The steps the instruction pass counts (a fixed number of rows each), and the short run's rows at most.
+COUNTED = ("l.i0", "l.i1", "l.i2")
+COUNT_ROWS = 20_000
 
 # Rough figures of this VM for preflight's estimate: rows per second of all clients together (53k, 16.7k
 # and 4.5k measured at one client), l.x's three secondary indexes, the VACUUM after l.i2, bytes per row.
@@ -187,6 +192,27 @@ class Ibench(Suite):
             achieved = s.get("achieved_rate")
             s["sla_ok"] = bool(target and achieved is not None and float(achieved) >= SLA_SHARE * float(target))
         return s
+
+    # ---- the instruction pass ---------------------------------------------------------------------------------
+
+    def instruction_steps(self) -> dict[str, tuple[str, int]]:
+        """The insert steps: l.i0 from an empty database, l.i1 and l.i2 from the pristine copy (the whole load
+        done). l.x is one CREATE INDEX per table, and the read-write steps pace their inserts by the clock (their
+        work per query depends on how fast the queries ran): neither is a fixed amount of work to count."""
+        return {st: (st, 0) for st in self.steps() if st in COUNTED}
+
+    def instruction_plan(self, step: str, seconds: int, amount: int | None = None) -> CountPlan:
+        short = min(max(self.step_rows(step) // 10, 1000), COUNT_ROWS)
+        return CountPlan(functools.partial(self._rows, step), unit="rows", short=short, from_empty=step == "l.i0")
+
+    def _rows(self, step: str, rows: int) -> list[str]:
+        cmd = ["ibench", step, "--clients", "1", "--seed", str(self.settings.seed), "--rows", str(rows)]
+        return cmd + (["--only1t"] if self.settings.only1t else [])
+
+    def instruction_command(self, step: str, seconds: int) -> list[str]:
+        cmd = ["ibench", step, "--clients", "1", "--seed", str(self.settings.seed)]
+        cmd += ["--seconds", str(seconds)] if step in RATES else ["--rows", str(self.step_rows(step))]
+        return cmd + (["--only1t"] if self.settings.only1t else [])
 
     def tables(self) -> list[str]:
         return ["pi1"] if self.settings.only1t else [f"pi{i}" for i in range(1, self.sizes().clients + 1)]
