@@ -20,35 +20,28 @@ def configs_root() -> Path:
 
 def load_binary() -> Path:
     """The dbsweep-load binary the setup built (or one named by DBSWEEP_LOAD)."""
-    env = os.environ.get("DBSWEEP_LOAD")
-    candidates = [Path(env)] if env else []
-    candidates.append(PROJECT_ROOT / "load" / "target" / "release" / "dbsweep-load")
-    on_path = shutil.which("dbsweep-load")
-    if on_path:
-        candidates.append(Path(on_path))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    raise DbsweepError(
-        "the load client dbsweep-load is not built; run scripts/setup.sh "
-        "(or `cargo build --release` in load/), or set DBSWEEP_LOAD to its path."
-    )
+    return _built("dbsweep-load", "DBSWEEP_LOAD", "the load client")
 
 
 def flame_binary() -> Path:
     """The dbsweep-flame binary (folds perf's stacks, draws flame graphs) the setup built, or DBSWEEP_FLAME's."""
-    env = os.environ.get("DBSWEEP_FLAME")
+    return _built("dbsweep-flame", "DBSWEEP_FLAME", "the flame graph tool")
+
+
+def _built(name: str, env_var: str, what: str) -> Path:
+    """A binary of load/: the one `env_var` names, else the setup's build, else one on the PATH."""
+    env = os.environ.get(env_var)
     candidates = [Path(env)] if env else []
-    candidates.append(PROJECT_ROOT / "load" / "target" / "release" / "dbsweep-flame")
-    on_path = shutil.which("dbsweep-flame")
+    candidates.append(PROJECT_ROOT / "load" / "target" / "release" / name)
+    on_path = shutil.which(name)
     if on_path:
         candidates.append(Path(on_path))
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return c
     raise DbsweepError(
-        "the flame graph tool dbsweep-flame is not built; run scripts/setup.sh "
-        "(or `cargo build --release` in load/), or set DBSWEEP_FLAME to its path."
+        f"{what} {name} is not built; run scripts/setup.sh (or `cargo build --release` in load/), or set "
+        f"{env_var} to its path."
     )
 
 

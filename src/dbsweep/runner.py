@@ -262,23 +262,21 @@ class Runner:
                         progress.console.print(f"[yellow]{label} {step}: instructions not counted: {error}[/yellow]")
                     progress.advance(task)
                 if not self.keep_data and label not in keep:
-                    shutil.rmtree(self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind", True)
+                    shutil.rmtree(self._pass_home(target), True)
 
     def _count_one(
         self, ready: Prepared | str, target: Target, step: str, amount: int | None
     ) -> tuple[dict[str, Any], str | None]:
         if isinstance(ready, str):
             return {}, ready
-        home = self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
-        setup = self.suite.setup_steps()
         try:
             count = instructions.instructions_per_op(
                 self.engine,
                 ready.install,
                 ready.config_text,
-                home,
+                self._pass_home(target),
                 step=step,
-                load=[self.suite.command(s, self.suite.clients(s)[0]) for s in setup],
+                load=self._setup_commands(),
                 plan=self.suite.instruction_plan(step, self.study.measure.instruction_seconds, amount),
                 tables=self.suite.tables(),
                 tool=self.study.measure.instruction_tool,
@@ -286,6 +284,14 @@ class Runner:
         except DbsweepError as e:
             return {}, str(e)
         return count.to_dict(), None
+
+    def _pass_home(self, target: Target) -> Path:
+        """Where the passes after the timed cells keep a target's pristine copy and their files."""
+        return self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
+
+    def _setup_commands(self) -> list[list[str]]:
+        """The load client's commands of the suite's setup (the load), for the pristine copy."""
+        return [self.suite.command(s, self.suite.clients(s)[0]) for s in self.suite.setup_steps()]
 
     # ---- sampled profiles (measure.profile) ---------------------------------------------------------------
 
@@ -315,7 +321,7 @@ class Runner:
             for label, steps in todo.items():
                 ready = prepared[label]
                 target = self.study.target(label)
-                home = self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
+                home = self._pass_home(target)
                 done: dict[tuple[str, int], tuple[dict[str, Any], str | None]] = {}
                 for step in steps:
                     key = shares[step]
@@ -335,7 +341,6 @@ class Runner:
     ) -> tuple[dict[str, Any], str | None]:
         if isinstance(ready, str):
             return {}, ready
-        setup = self.suite.setup_steps()
         try:
             prof = profiling.profile_step(
                 self.engine,
@@ -343,7 +348,7 @@ class Runner:
                 ready.config_text,
                 home,
                 step=step,
-                load=[self.suite.command(s, self.suite.clients(s)[0]) for s in setup],
+                load=self._setup_commands(),
                 command=self.suite.instruction_command(step, seconds),
                 tables=self.suite.tables(),
             )
