@@ -1,32 +1,36 @@
-"""Can dbsweep see a small CPU regression? A Postgres with a deliberately injected cost per statement.
+"""Can dbsweep see a small CPU regression, on which steps, and say where? Postgres with costs injected at
+three sites of different reach, each switched on by a setting, so one build serves every target:
 
-The source of Postgres 15.18 (Debian's) is copied and patched once: exec_execute_message() spins
-`dbsweep.spin` iterations of a volatile loop per executed statement, the count read once per backend
-from a custom setting. One build serves every target; the targets differ only in their config:
+  exec   exec_execute_message   every statement of the extended protocol: every timed sysbench step, and
+                                the Insert Benchmark's deletes (l.i1, l.i2); not the loads (simple protocol)
+  sort   tuplesort_performsort  only steps that sort: read-only (ORDER BY, DISTINCT) and the load's CREATE INDEX
+  wal    XLogInsert             the write path: every write step and load, none of the reads
 
-  base   spin 0            the reference
-  aa     spin 0            the same as base (A-A: must come out `same`)
-  inj2   spin for ~2 %     of a point query's instructions
-  inj5   spin for ~5 %
+Each site spins `dbsweep.spin_<site>` iterations of a volatile loop per call. The spins are sized from
+instruction counts of a reference step per site (point-query, read-only, update-index) to about 2 %, 5 %
+and 10 % of that step's instructions per event. The targets: base, an A-A twin (aa) and one target per site
+and size; a sysbench study and an Insert Benchmark study run them with the instruction pass on (and
+`--rounds` repetitions of the timed steps for the QPS and cpu/o verdicts). It prints, per study, a table
+per target and step (touched or not, the change in instructions, each verdict, the top function of the
+per-function diff) and a confusion table per verdict source: injected changes found, missed, false alarms
+(a verdict on an untouched step or on the A-A twin), whether the diff's top function is the injected one,
+and the time to decide. No assertions: a measurement.
 
-The spin counts are chosen from valgrind instruction counts (spin 0 vs spin 2000). Then one study runs
-point-query and read-only_range=100 at 1 client, interleaved over R rounds, with instruction counts on.
-It prints, per target and step, the verdict the first 2, 3, ..., R rounds would give by QPS and by
-cpu/o, when the verdict first became `slower` and stayed, the minutes that took, and the verdict by
-instructions per operation. No assertions: a measurement.
-
-    .venv/bin/python bench/sensitivity.py --rounds 6 --seconds 15
+    .venv/bin/python bench/sensitivity.py --rounds 2 --seconds 5
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from dbsweep.engines import postgres
@@ -39,50 +43,110 @@ from dbsweep.sources.resolve import resolve
 from dbsweep.study import load_study
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 from dbsweep.verdicts import by_repetition, judge
-from dbsweep.verdicts.calibrate import first_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
-PATCH_ANCHOR = "\tportal = GetPortalByName(portal_name);\n\tif (!PortalIsValid(portal))\n"
-PATCH = """\t/* dbsweep sensitivity benchmark: a deliberate CPU cost per executed statement */
-\t{
+
+
+@dataclass(frozen=True)
+class Site:
+    file: str  # in the source tree
+    function: str  # as valgrind names it
+    start: str  # the function's definition, to find the anchor after it
+    anchor: str  # the spin goes right after this line
+    ref: str  # the sysbench step the spin is sized on
+
+
+SITES = {
+    "exec": Site(
+        "src/backend/tcop/postgres.c",
+        "exec_execute_message",
+        "\nexec_execute_message(const char *portal_name, long max_rows)",
+        "\tportal = GetPortalByName(portal_name);\n",
+        "point-query_range=100",
+    ),
+    "sort": Site(
+        "src/backend/utils/sort/tuplesort.c",
+        "tuplesort_performsort",
+        "\ntuplesort_performsort(Tuplesortstate *state)\n{",
+        "\tMemoryContext oldcontext = MemoryContextSwitchTo(state->sortcontext);\n",
+        "read-only_range=100",
+    ),
+    "wal": Site(
+        "src/backend/access/transam/xloginsert.c",
+        "XLogInsert",
+        "\nXLogInsert(RmgrId rmid, uint8 info)\n{",
+        "\tXLogRecPtr\tEndPos;\n",
+        "update-index_range=100",
+    ),
+}
+SIZES = (2, 5, 10)  # per cent of the reference step's instructions per event
+SYSBENCH_STEPS = ["point-query", "range-covered-pk", "read-only", "update-index", "insert"]
+WRITES = {"update-index_range=100", "insert_range=100"}
+# Which steps each site's code runs in (the truth the verdicts are held to).
+TOUCHES = {
+    "sysbench": {
+        "exec": {f"{s}_range=100" for s in SYSBENCH_STEPS},
+        "sort": {"read-only_range=100", "load"},
+        "wal": WRITES | {"load"},
+    },
+    "ibench": {"exec": {"l.i1", "l.i2"}, "sort": set(), "wal": {"l.i0", "l.i1", "l.i2"}},
+}
+GUC = "dbsweep.spin_{site}"
+
+
+def spin_block(site: str) -> str:
+    """C for a deliberate cost: a volatile loop of the setting's iterations, read once per process."""
+    return f"""\t/* dbsweep sensitivity benchmark: a deliberate CPU cost at this site */
+\t{{
+\t\textern const char *GetConfigOption(const char *name, bool missing_ok, bool restrict_privileged);
 \t\tstatic int	dbsweep_spin = -1;
 \t\tvolatile int dbsweep_i;
 
 \t\tif (dbsweep_spin < 0)
-\t\t{
-\t\t\tconst char *v = GetConfigOption("dbsweep.spin", true, false);
+\t\t{{
+\t\t\tconst char *v = GetConfigOption("{GUC.format(site=site)}", true, false);
 
 \t\t\tdbsweep_spin = v ? atoi(v) : 0;
-\t\t}
+\t\t}}
 \t\tfor (dbsweep_i = 0; dbsweep_i < dbsweep_spin; dbsweep_i++)
 \t\t\t;
-\t}
-
+\t}}
 """
 
+
 STUDY = """\
-name = "sensitivity"
-description = "Injected CPU cost per statement: A-A, ~2 %, ~5 %"
+name = "{name}"
+description = "Injected CPU costs at three sites: A-A, ~2 %, ~5 %, ~10 %"
 engine = "postgres"
 base = "base"
 repeats = {rounds}
 workspace = "{ws}"
 
 [suite]
-steps = ["point-query", "read-only"]
-rows = 100000
-clients = [1]
-read_seconds = {seconds}
-write_seconds = {seconds}
-warmup_seconds = 3
-maintenance_seconds = 5
+{suite}
 
 [measure]
 instructions = true
+instruction_seconds = 2
 placement = "{placement}"
 
 {targets}
 """
+SYSBENCH_SUITE = """name = "sysbench"
+steps = {steps}
+rows = 20000
+clients = [1]
+read_seconds = {seconds}
+write_seconds = {seconds}
+warmup_seconds = 2
+maintenance_seconds = 5"""
+IBENCH_SUITE = """name = "ibench"
+steps = ["l.i0", "l.x", "l.i1", "l.i2"]
+load_rows = 100000
+write_rows = 20000
+rw_seconds = {seconds}
+clients = [1]
+maintenance_seconds = 5"""
 
 
 def _dbsweep(*args: str, env: dict[str, str]) -> None:
@@ -90,65 +154,74 @@ def _dbsweep(*args: str, env: dict[str, str]) -> None:
 
 
 def patched_source(ws: Path) -> Path:
-    """Postgres 15.18 with the spin in exec_execute_message (made once, kept in the workspace)."""
-    dest = ws / "src-15.18-spin"
+    """Postgres 15.18 with a spin at every site (made once, kept in the workspace)."""
+    dest = ws / "src-15.18-sites"
     if (dest / "configure").is_file():
         return dest
     tree = resolve("15.18", ws / "sources", print, naming=NAMING)
-    tmp = ws / "src-15.18-spin.tmp"
+    tmp = ws / "src-15.18-sites.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(tree.path, tmp, symlinks=True)
-    c = tmp / "src/backend/tcop/postgres.c"
-    text = c.read_text()
-    # The first portal lookup after exec_execute_message's definition (describe has one too).
-    start = text.index("\nexec_execute_message(const char *portal_name, long max_rows)")
-    at = text.index(PATCH_ANCHOR, start)
-    c.write_text(text[:at] + PATCH + text[at:])
+    for name, site in SITES.items():
+        c = tmp / site.file
+        text = c.read_text()
+        start = text.index(site.start)
+        at = text.index(site.anchor, start) + len(site.anchor)
+        c.write_text(text[:at] + spin_block(name) + text[at:])
     tmp.rename(dest)
     return dest
 
 
-def configs_dir(ws: Path, spins: dict[str, int]) -> Path:
+def config_text(spins: dict[str, int]) -> str:
+    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
+    return base + "\n" + "".join(f"{GUC.format(site=s)} = {spins.get(s, 0)}\n" for s in SITES)
+
+
+def configs_dir(ws: Path, targets: dict[str, dict[str, int]]) -> Path:
     d = ws / "configs" / "postgres"
     d.mkdir(parents=True, exist_ok=True)
-    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
-    for name, spin in spins.items():
-        (d / f"spin_{name}.conf").write_text(
-            f"# sensitivity: cx10a plus an injected cost\n{base}\ndbsweep.spin = {spin}\n"
-        )
+    for name, spins in targets.items():
+        (d / f"spin_{name}.conf").write_text(f"# sensitivity: cx10a plus injected costs\n{config_text(spins)}")
     return ws / "configs"
 
 
-def per_iteration(install: postgres.Install, ws: Path) -> tuple[float, float]:
-    """Instructions per point query at spin 0, and per spin iteration (from spin 2000)."""
-    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
-    counts = []
-    suite = Sysbench(SysbenchSettings(rows=100000))
-    step = "point-query_range=100"
-    amount = None
-    for spin in (0, 2000):
-        c = instructions.instructions_per_op(
-            engine_named("postgres"),
-            install,
-            base + f"\ndbsweep.spin = {spin}\n",
-            ws / f"count-{spin}",
-            step=step,
-            load=[suite.command("load", 1)],
-            plan=suite.instruction_plan(step, 2, amount),
-            tables=suite.tables(),
+def sized_spins(install: postgres.Install, ws: Path) -> dict[str, dict[int, int]]:
+    """site -> size (%) -> spin iterations, from two counts of the site's reference step (spin 0 and 1000)."""
+    suite = Sysbench(SysbenchSettings(rows=20000))
+    out: dict[str, dict[int, int]] = {}
+    for name, site in SITES.items():
+        counts = []
+        amount = None
+        for spin in (0, 1000):
+            c = instructions.instructions_per_op(
+                engine_named("postgres"),
+                install,
+                config_text({name: spin}),
+                ws / f"size-{name}-{spin}",
+                step=site.ref,
+                load=[suite.command("load", 1)],
+                plan=suite.instruction_plan(site.ref, 2, amount),
+                tables=suite.tables(),
+            )
+            amount = c.amount
+            counts.append(c.per_event)
+        per_iter = (counts[1] - counts[0]) / 1000
+        out[name] = {pct: max(1, round(pct / 100 * counts[0] / per_iter)) for pct in SIZES}
+        print(
+            f"{name}: {counts[0]:,.0f} instructions per event of {site.ref}, {per_iter:.2f} per spin iteration "
+            f"per event; spins {out[name]}",
+            flush=True,
         )
-        amount = c.amount  # the same events for both
-        counts.append(c.per_query)
-        print(f"spin {spin}: {c.per_query:,.0f} instructions per point query (spread {c.spread:.1e})", flush=True)
-    return counts[0], (counts[1] - counts[0]) / 2000
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--seconds", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=2, help="repetitions of the timed steps (QPS, cpu/o)")
+    ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--placement", choices=["none", "same", "split"], default="none")
-    # Kept across runs (the build and the loaded copy for valgrind) and reachable by the server user.
+    ap.add_argument("--suites", nargs="*", default=["sysbench", "ibench"], choices=["sysbench", "ibench"])
+    # Kept across runs (the build and the loaded copies for valgrind) and reachable by the server user.
     ap.add_argument("--workspace", type=Path, default=Path("/var/tmp/dbsweep-sensitivity"))  # noqa: S108
     ap.add_argument("--build-only", action="store_true", help="prepare the source and build it, then stop")
     args = ap.parse_args()
@@ -157,37 +230,48 @@ def main() -> None:
     ws.chmod(0o755)
     src = patched_source(ws)
     # The study's configs live in the workspace; this process reads them too (load_study).
-    os.environ["DBSWEEP_CONFIGS"] = str(configs_dir(ws, {"0": 0}))
+    os.environ["DBSWEEP_CONFIGS"] = str(configs_dir(ws, {"base": {}}))
     env = dict(os.environ)
     # Build first (never while measuring), with a throwaway study naming only the source.
     probe = Path(tempfile.mkdtemp()) / "probe.toml"
-    probe.write_text(
-        STUDY.format(
-            rounds=1,
-            ws=ws,
-            seconds=1,
-            placement="none",
-            targets=f'[[targets]]\nname = "base"\nsource = "dir:{src}"\nconfig = "spin_0"\n',
-        )
-    )
+    one = f'[[targets]]\nname = "base"\nsource = "dir:{src}"\nconfig = "spin_base"\n'
+    suite = SYSBENCH_SUITE.format(steps=json.dumps(SYSBENCH_STEPS), seconds=1)
+    probe.write_text(STUDY.format(name="probe", rounds=1, ws=ws, suite=suite, placement="none", targets=one))
     _dbsweep("build", str(probe), env=env)
     if args.build_only:
         return
     install = _install_of(load_study(probe), env)
-    q0, per_iter = per_iteration(install, ws)
-    spins = {"0": 0, "2": round(0.02 * q0 / per_iter), "5": round(0.05 * q0 / per_iter)}
-    print(f"{per_iter:.2f} instructions per spin iteration; spins: 2 % = {spins['2']}, 5 % = {spins['5']}")
-    os.environ["DBSWEEP_CONFIGS"] = env["DBSWEEP_CONFIGS"] = str(configs_dir(ws, spins))
-    targets = "".join(
-        f'[[targets]]\nname = "{name}"\nsource = "dir:{src}"\nconfig = "spin_{spin}"\n\n'
-        for name, spin in (("base", "0"), ("aa", "0"), ("inj2", "2"), ("inj5", "5"))
+    spins = sized_spins(install, ws)
+    targets: dict[str, dict[str, int]] = {"base": {}, "aa": {}}
+    for name, sizes in spins.items():
+        for pct, spin in sizes.items():
+            targets[f"{name}{pct}"] = {name: spin}
+    os.environ["DBSWEEP_CONFIGS"] = env["DBSWEEP_CONFIGS"] = str(configs_dir(ws, targets))
+    text = "".join(
+        f'[[targets]]\nname = "{name}"\nsource = "dir:{src}"\nconfig = "spin_{name}"\n\n' for name in targets
     )
-    study_file = ws / "sensitivity.toml"
-    study_file.write_text(
-        STUDY.format(rounds=args.rounds, ws=ws, seconds=args.seconds, placement=args.placement, targets=targets)
-    )
-    _dbsweep("run", str(study_file), env=env)
-    report(load_study(study_file), args.seconds)
+    for which in args.suites:
+        suite = (
+            SYSBENCH_SUITE.format(steps=json.dumps(SYSBENCH_STEPS), seconds=args.seconds)
+            if which == "sysbench"
+            else IBENCH_SUITE.format(seconds=args.seconds)
+        )
+        study_file = ws / f"sensitivity-{which}.toml"
+        study_file.write_text(
+            STUDY.format(
+                name=f"sensitivity-{which}",
+                rounds=args.rounds,
+                ws=ws,
+                suite=suite,
+                placement=args.placement,
+                targets=text,
+            )
+        )
+        t0 = time.monotonic()
+        _dbsweep("run", str(study_file), env=env)
+        minutes = (time.monotonic() - t0) / 60
+        print(f"\n{which}: the run took {minutes:.1f} min, the instruction pass included", flush=True)
+        report(load_study(study_file), which, list(targets), minutes)
 
 
 def _install_of(study: object, env: dict[str, str]) -> postgres.Install:
@@ -204,54 +288,75 @@ def _install_of(study: object, env: dict[str, str]) -> postgres.Install:
     return install
 
 
-def report(study: object, seconds: int) -> None:
+def _site_of(target: str) -> str | None:
+    return next((name for name in SITES if target.startswith(name)), None)
+
+
+def report(study: object, suite: str, targets: list[str], cells_minutes: float) -> None:
+    """The table per target and step, then the confusion table per verdict source."""
+    from dbsweep.measure import functions
     from dbsweep.study import Study
+    from dbsweep.verdicts.instructions import run_verdicts
 
     assert isinstance(study, Study)
     store = Store(store_path(study))
-    run_id = store.latest_run(study.title)
-    assert run_id is not None
-    rid = run_id[0]
+    latest = store.latest_run(study.title)
+    assert latest is not None
+    rid = latest[0]
     rows = store.results(rid)
     per_op = store.per_op(rid)
     qps = by_repetition(rows)
     cpu = by_repetition(rows, lambda r: per_op.get(r.cell_id, {}).get("cpu/o"))
     counts = store.instruction_counts(rid)
-    round_minutes = sum(1 for r in rows if r.repetition == 1) * (seconds + 8) / 60  # steps + warm-up/load
-    print(f"\nverdicts after 2..{study.repeats} rounds (one round = every target once, ~{round_minutes:.1f} min):")
-    for step in study.steps():
-        b_q, b_c = qps.get(("base", step, 1), {}), cpu.get(("base", step, 1), {})
-        b_i = counts.get(("base", step), {}).get("per_query")
-        for t in ("aa", "inj2", "inj5"):
-            t_q, t_c = qps.get((t, step, 1), {}), cpu.get((t, step, 1), {})
-            line_q, line_c = [], []
-            for k in range(2, min(len(b_q), len(t_q)) + 1):
-                line_q.append(judge(first_rounds(b_q, k), first_rounds(t_q, k), study).verdict)
-                if b_c and t_c:
-                    line_c.append(
-                        judge(first_rounds(b_c, k), first_rounds(t_c, k), study, higher_is_better=False).verdict
-                    )
-            t_i = counts.get((t, step), {}).get("per_query")
-            ins = ""
-            if b_i and t_i:
-                from dbsweep.verdicts.stats import instruction_verdict
-
-                ins = f"instructions {t_i / b_i - 1:+.2%} -> {instruction_verdict(b_i, t_i)}"
-            rq = (sorted(t_q.values())[len(t_q) // 2] / sorted(b_q.values())[len(b_q) // 2]) if t_q and b_q else 0
-            print(f"{step:24} {t:5} rQPS {rq:.3f}  QPS: {' '.join(line_q)}")
-            print(f"{'':24} {'':5}             cpu/o: {' '.join(line_c)}  {ins}")
-            first = _settled(line_q, "slower" if t != "aa" else "same")
-            if first is not None:
-                print(f"{'':24} {'':5}             QPS settled after {first} rounds (~{first * round_minutes:.0f} min)")
+    judged = run_verdicts(counts, "base")
+    steps = sorted({step for _t, step in counts}, key=lambda s: (s != "load", s))
+    tally: dict[str, Counter[str]] = {src: Counter() for src in ("instructions", "cpu/o", "QPS")}
+    decide_s: list[float] = []
+    print(f"\n{suite}: per target and step (touched: the site's code runs in the step)")
+    head = f"{'target':8}{'step':24}{'touched':>8}{'instr':>9}{'verdict':>9}{'floor':>8}{'cpu/o':>9}{'QPS':>9}"
+    print(head + "  top function")
+    for t in targets[1:]:
+        site = _site_of(t)
+        for step in steps:
+            touched = site is not None and step in TOUCHES[suite][site]
+            j = judged.get((t, step))
+            v_i = j.verdict if j and j.verdict else "-"
+            b_q, t_q = qps.get(("base", step, 1), {}), qps.get((t, step, 1), {})
+            b_c, t_c = cpu.get(("base", step, 1), {}), cpu.get((t, step, 1), {})
+            v_q = judge(b_q, t_q, study).verdict if b_q and t_q else "-"
+            v_c = judge(b_c, t_c, study, higher_is_better=False).verdict if b_c and t_c else "-"
+            top = ""
+            base_c, t_count = counts.get(("base", step), {}), counts.get((t, step), {})
+            if base_c.get("functions") and t_count.get("functions"):
+                changes = functions.diff(
+                    functions.from_rows(base_c["functions"]), functions.from_rows(t_count["functions"]), top=1
+                )
+                top = changes[0].function if changes else ""
+            decide_s.append(float(t_count.get("wall_s") or 0))
+            for src, v in (("instructions", v_i), ("cpu/o", v_c), ("QPS", v_q)):
+                if touched:
+                    tally[src]["found" if v == "slower" else "missed"] += 1
+                elif v in ("faster", "slower"):
+                    tally[src]["false alarm"] += 1
+                else:
+                    tally[src]["quiet"] += 1
+            if touched and v_i == "slower" and site is not None:
+                tally["instructions"]["top right" if top == SITES[site].function else "top wrong"] += 1
+            ratio = f"{j.ratio - 1:+.2%}" if j and j.ratio else "-"
+            floor = f"{j.floor:.2%}" if j and j.verdict else "-"
+            print(f"{t:8}{step:24}{'yes' if touched else 'no':>8}{ratio:>9}{v_i:>9}{floor:>8}{v_c:>9}{v_q:>9}  {top}")
+    rounds = max((r.repetition for r in rows), default=0)
+    print(f"\n{suite}: confusion table per verdict source ({len(targets) - 1} targets against base)")
+    print(f"{'source':14}{'found':>7}{'missed':>8}{'false alarms':>14}{'quiet':>7}  to decide")
+    for src, c in tally.items():
+        extra = ""
+        if src == "instructions":
+            extra = f"  {sum(decide_s) / max(1, len(decide_s)):.0f} s per target and step (valgrind)"
+            extra += f"; top function right {c['top right']}, wrong {c['top wrong']}"
+        else:
+            extra = f"  {rounds} rounds of the timed steps ({cells_minutes:.0f} min with the loads)"
+        print(f"{src:14}{c['found']:>7}{c['missed']:>8}{c['false alarm']:>14}{c['quiet']:>7}{extra}")
     store.close()
-
-
-def _settled(verdicts: Sequence[str], want: str) -> int | None:
-    """The round count from which the verdict is `want` and stays so (verdicts start at 2 rounds)."""
-    for i in range(len(verdicts)):
-        if all(v == want for v in verdicts[i:]):
-            return i + 2
-    return None
 
 
 if __name__ == "__main__":
