@@ -29,7 +29,9 @@ _children: list[subprocess.Popen[Any]] = []
 _lock = threading.Lock()
 
 
-def _die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[], None]:
+def die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[], None]:
+    """A preexec_fn: the child gets `sig` when dbsweep dies, and runs on `cpus` if given."""
+
     def preexec() -> None:
         if cpus is not None:
             # Before exec, so every thread the child starts inherits the mask.
@@ -70,7 +72,7 @@ def spawn(
         cwd=cwd,
         text=text,
         start_new_session=True,
-        preexec_fn=_die_with_parent(death_signal, cpus),
+        preexec_fn=die_with_parent(death_signal, cpus),
         **kwargs,
     )
     with _lock:

@@ -56,7 +56,7 @@ import psutil
 
 from dbsweep import paths
 from dbsweep.errors import DbsweepError
-from dbsweep.procs import _die_with_parent
+from dbsweep.procs import die_with_parent
 
 HARDWARE_EVENTS: tuple[str, ...] = ("cycles", "instructions", "cache-misses", "branch-misses")
 STAT_EVENTS: tuple[str, ...] = ("task-clock", "context-switches", "cpu-migrations", "page-faults", *HARDWARE_EVENTS)
@@ -108,7 +108,7 @@ def _spinner() -> subprocess.Popen[bytes]:
         [sys.executable, "-c", "while True: pass"],
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent(signal.SIGKILL),
+        preexec_fn=die_with_parent(signal.SIGKILL),
     )
 
 
@@ -239,7 +239,7 @@ class _Perf:
                 stderr=self._log,
                 pass_fds=(ctl_r, ack_w),
                 start_new_session=True,  # Ctrl-C reaches dbsweep, which stops perf in order
-                preexec_fn=_die_with_parent(signal.SIGKILL),
+                preexec_fn=die_with_parent(signal.SIGKILL),
             )
         except BaseException:
             for fd in (ctl_r, ctl_w, ack_r, ack_w):
