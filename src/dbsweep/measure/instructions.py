@@ -146,6 +146,10 @@ class InstructionCount:
     by_role: dict[str, float] = dataclasses.field(default_factory=dict)
     # Per event, by function, from the median pair (every process's files added): `functions.to_rows`.
     functions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # The foreground's instructions per event (median over the pairs) and their spread: the clock-driven
+    # wake-ups of background processes vary with how long a run took, the foreground's work does not.
+    foreground_per_event: float | None = None
+    foreground_spread: float | None = None
 
     @property
     def foreground_share(self) -> float | None:
@@ -516,7 +520,15 @@ def instructions_per_op(
         amount=amount,
     )
     mid_pair = count.median_pair()
-    return dataclasses.replace(count, by_role=mid_pair.per_event_by_role(), functions=function_rows(mid_pair))
+    fg = [p.per_event_by_role().get(FOREGROUND, 0.0) for p in pairs]
+    fg_mid = statistics.median(fg)
+    return dataclasses.replace(
+        count,
+        by_role=mid_pair.per_event_by_role(),
+        functions=function_rows(mid_pair),
+        foreground_per_event=fg_mid,
+        foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
+    )
 
 
 def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]]:

@@ -79,6 +79,7 @@ INSTR_COLUMNS = [
     "instr_verdict",
     "instr_floor",
     "instr_floor_source",
+    "instr_basis",
     "instr_foreground_share",
     "instr_error",
 ]
@@ -179,6 +180,7 @@ def _instr(data: ReportData, row: Row, target: str) -> dict[str, Any]:
         "instr_verdict": j.verdict if j else None,
         "instr_floor": j.floor if j and j.verdict else None,
         "instr_floor_source": j.floor_source if j and j.verdict else None,
+        "instr_basis": j.basis if j and j.verdict else None,
         "instr_foreground_share": count.get("foreground_share"),
         "instr_error": count.get("error"),
     }
@@ -207,6 +209,8 @@ def instructions(data: ReportData) -> list[dict[str, Any]]:
                     "verdict": j.verdict if j else None,
                     "floor": j.floor if j else None,
                     "floor_source": j.floor_source if j else None,
+                    "basis": j.basis if j else None,
+                    "foreground_per_event": c.get("foreground_per_event"),
                     "user_share": ir.user_share.get(t),
                     "qps_bound": ir.throughput_bound(t),
                     "why": [

@@ -143,8 +143,11 @@ def instr_verdict(j: InstrVerdict | None) -> str:
 
 
 def floor(j: InstrVerdict | None) -> str:
-    """The floor a verdict used, with its source: `0.20% default`, `1.1% pairs`, `0.4% calibrate`."""
-    return DASH if j is None or j.verdict is None else f"{pct(j.floor, 2)} {j.floor_source}"
+    """The floor a verdict used, with its source: `0.20% default`, `1.1% pairs`, `0.4% calibrate`; `fg` when
+    the verdict is on the foreground's count (the background processes did next to nothing)."""
+    if j is None or j.verdict is None:
+        return DASH
+    return f"{pct(j.floor, 2)} {j.floor_source}" + (" fg" if j.basis == "foreground" else "")
 
 
 def function_place(c: FunctionChange) -> str:
