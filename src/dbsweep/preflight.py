@@ -465,7 +465,9 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     shared = set(study.bench.instruction_steps().values()) if m.instructions else set()
     if not shared:
         return 0.0
-    per_step = costs.valgrind_starts_s + 1 + INSTRUCTION_PAIRS * 4 * m.instruction_seconds + STEP_OVERHEAD_S
+    # The engine's start-ups were measured with the default number of pairs; each pair runs 1 + 3 times the probe.
+    starts = costs.valgrind_starts_s * m.instruction_pairs / INSTRUCTION_PAIRS
+    per_step = starts + 1 + m.instruction_pairs * 4 * m.instruction_seconds + STEP_OVERHEAD_S
     return costs.start_s + load_s + len(shared) * per_step
 
 

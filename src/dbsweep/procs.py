@@ -33,6 +33,9 @@ def die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[]
     """A preexec_fn: the child gets `sig` when dbsweep dies, and runs on `cpus` if given."""
 
     def preexec() -> None:
+        # dbsweep stops some children with SIGINT (a server's fast shutdown, perf): when dbsweep itself was started
+        # with SIGINT ignored (in the background of a script), the child would inherit that and not stop.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if cpus is not None:
             # Before exec, so every thread the child starts inherits the mask.
             os.sched_setaffinity(0, cpus)

@@ -280,6 +280,7 @@ class Runner:
                 plan=self.suite.instruction_plan(step, self.study.measure.instruction_seconds, amount),
                 tables=self.suite.tables(),
                 tool=self.study.measure.instruction_tool,
+                repeats=self.study.measure.instruction_pairs,
             )
         except DbsweepError as e:
             return {}, str(e)

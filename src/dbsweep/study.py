@@ -92,6 +92,8 @@ class Measure(_Strict):
     instruction_tool: Literal["cachegrind", "callgrind"] = "cachegrind"
     # Seconds of the timed short run that finds how many events every run counts (the long run does 3x).
     instruction_seconds: PositiveInt = 2
+    # Pairs of a short and a long run per count: their spread shows how repeatable the step is.
+    instruction_pairs: PositiveInt = 2
     # Sample the server with perf while one client runs each step, after the timed cells: flame graphs.
     profile: bool = False
     profile_seconds: PositiveInt = 10

@@ -144,7 +144,7 @@ def test_missing_tables_and_bad_options_fail_before_running(server: Instance, tm
             connection_to(server),
             tmp / "r.log",
         )
-    with pytest.raises(StepError, match="tables, rows, clients and seconds must all be positive"):
+    with pytest.raises(StepError, match="tables, rows, clients, seconds and events must all be positive"):
         loadclient.run(
             ["sysbench", "point-query", "--rows", "0", "--seconds", "1"], connection_to(server), tmp / "r.log"
         )

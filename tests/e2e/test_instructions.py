@@ -176,7 +176,8 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     study = write_study(tmp, rows=10000, seconds=1, warmup=0, config_a="plain", config_b="logged")
     perf = profile.detect()
     extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
-    study.write_text(study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\n" + extra)
+    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 1\ninstruction_pairs = 1\n"
+    study.write_text(study.read_text() + measure + extra)
     dbsweep("run", study)
     out = tmp / "r.json"
     dbsweep("report", study, "--format", "json", "--out", out)

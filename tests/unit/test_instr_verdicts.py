@@ -31,15 +31,15 @@ def test_quiet_background_is_judged_on_the_foreground() -> None:
 
 
 def test_busy_background_is_judged_on_every_process() -> None:
-    # A write step whose WAL writer does 5 % of the work: every process counts, and the pairs' spread sets the floor.
-    j = judge(count(100_000, 95_000, spread=0.003), count(101_000, 95_100, spread=0.001))
+    # A write step whose WAL writer does 10 % of the work: every process counts, and the pairs' spread sets the floor.
+    j = judge(count(100_000, 90_000, spread=0.003), count(101_000, 90_100, spread=0.001))
     assert j.basis == "all processes" and j.ratio == pytest.approx(1.01)
     assert j.floor == pytest.approx(0.009) and j.floor_source == "pairs" and j.verdict == "slower"
-    assert judge(count(100_000, 95_000, spread=0.004), count(101_000, 95_100)).verdict == "same"  # 1 % < 1.2 %
+    assert judge(count(100_000, 90_000, spread=0.004), count(101_000, 90_100)).verdict == "same"  # 1 % < 1.2 %
 
 
 def test_a_calibrated_a_a_difference_raises_the_floor() -> None:
-    j = judge(count(100_000, 95_000), count(101_000, 95_100), aa=0.006)
+    j = judge(count(100_000, 90_000), count(101_000, 90_100), aa=0.006)
     assert j.floor == pytest.approx(0.012) and j.floor_source == "calibrate" and j.verdict == "same"
 
 

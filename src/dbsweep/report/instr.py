@@ -130,7 +130,7 @@ def attach(data: ReportData, study: Study, store: Store) -> None:
         "freshly loaded tables): user-space work, not time. A change of d in it moves the server's CPU per "
         "operation by about d x the user-space share of that CPU (shown as 'user'), and QPS by no more than "
         "that. A verdict is on the foreground's count (floor marked 'fg') when the background processes did under "
-        "1 % of the work (their clock-driven wake-ups vary with how long a run took), else on every process's; its "
+        "5 % of the work (their clock-driven wake-ups vary with how long a run took), else on every process's; its "
         "floor is the larger of 0.2 %, three times the spread of the count's pairs and twice the A-A difference "
         "dbsweep calibrate measured."
     )

@@ -21,7 +21,7 @@ from dbsweep.verdicts import stats
 FloorSource = Literal["default", "pairs", "calibrate"]
 Basis = Literal["foreground", "all processes"]
 CALIBRATED_FACTOR = 2.0  # a change must be this many times the A-A difference to count
-BACKGROUND_SHARE = 0.01  # background work below this share of the total is the clock's wake-ups
+BACKGROUND_SHARE = 0.05  # background work below this share of the total is mostly the clock's wake-ups
 
 
 @dataclass(frozen=True)
