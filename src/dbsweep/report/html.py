@@ -7,6 +7,7 @@ lines of plain JavaScript. The charts are built from the same `ReportData` as ev
 
 from __future__ import annotations
 
+import base64
 import html
 import itertools
 import math
@@ -637,5 +638,9 @@ def render(data: ReportData) -> str:
         canary=_extra_table(ct) if (ct := noise.canary_table(data.canaries)) is not None else None,
         instr=_instr_table(data) if data.instr_rows else None,
         why=_why_tables(data),
-        flames=flames.svgs(data),
+        # Each graph in a frame of its own, as an SVG document: inferno's script finds "the" svg of its page.
+        flames=[
+            {**f, "graphs": [(name, base64.b64encode(svg.encode()).decode()) for name, svg in f["graphs"]]}
+            for f in flames.svgs(data)
+        ],
     )
