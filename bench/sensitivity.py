@@ -54,6 +54,11 @@ class Site:
     start: str  # the function's definition, to find the anchor after it
     anchor: str  # the spin goes right after this line
     ref: str  # the sysbench step the spin is sized on
+    # The function the per-function diff can name: the site's own, or the one the compiler inlined it into.
+    inlined_into: str = ""
+
+    def named(self, function: str) -> bool:
+        return function in (self.function, self.inlined_into)
 
 
 SITES = {
@@ -63,6 +68,7 @@ SITES = {
         "\nexec_execute_message(const char *portal_name, long max_rows)",
         "\tportal = GetPortalByName(portal_name);\n",
         "point-query_range=100",
+        "PostgresMain",  # a static function called once: gcc inlines it
     ),
     "sort": Site(
         "src/backend/utils/sort/tuplesort.c",
@@ -296,7 +302,7 @@ def report(study: object, suite: str, targets: list[str], cells_minutes: float) 
     """The table per target and step, then the confusion table per verdict source."""
     from dbsweep.measure import functions
     from dbsweep.study import Study
-    from dbsweep.verdicts.instructions import run_verdicts
+    from dbsweep.verdicts.instructions import calibrated_aa, run_verdicts
 
     assert isinstance(study, Study)
     store = Store(store_path(study))
@@ -308,19 +314,30 @@ def report(study: object, suite: str, targets: list[str], cells_minutes: float) 
     qps = by_repetition(rows)
     cpu = by_repetition(rows, lambda r: per_op.get(r.cell_id, {}).get("cpu/o"))
     counts = store.instruction_counts(rid)
-    judged = run_verdicts(counts, "base")
+    # Instructions are judged twice: with the default floor (0.2 %, or the pairs' spread), and with floors from
+    # the A-A twin (twice its difference per step, as `dbsweep calibrate` sets them); the twin itself only
+    # with the default, which shows its raw difference.
+    plain = run_verdicts(counts, "base")
+    floors = calibrated_aa(counts, "base", "aa")
+    calibrated = run_verdicts(counts, "base", floors)
     steps = sorted({step for _t, step in counts}, key=lambda s: (s != "load", s))
-    tally: dict[str, Counter[str]] = {src: Counter() for src in ("instructions", "cpu/o", "QPS")}
+    sources = ("instructions", "instructions, A-A floors", "cpu/o", "QPS")
+    tally: dict[str, Counter[str]] = {src: Counter() for src in sources}
     decide_s: list[float] = []
+    print(
+        f"\n{suite}: A-A floors per step (twice |aa/base - 1|): "
+        + ", ".join(f"{k} {v * 2:.3%}" for k, v in floors.items())
+    )
     print(f"\n{suite}: per target and step (touched: the site's code runs in the step)")
-    head = f"{'target':8}{'step':24}{'touched':>8}{'instr':>9}{'verdict':>9}{'floor':>8}{'cpu/o':>9}{'QPS':>9}"
-    print(head + "  top function")
+    head = f"{'target':8}{'step':28}{'touched':>8}{'instr':>9}{'verdict':>9}{'floor':>9}{'A-A fl.':>9}"
+    print(head + f"{'cpu/o':>9}{'QPS':>9}  top function")
     for t in targets[1:]:
         site = _site_of(t)
         for step in steps:
             touched = site is not None and step in TOUCHES[suite][site]
-            j = judged.get((t, step))
+            j, jc = plain.get((t, step)), calibrated.get((t, step))
             v_i = j.verdict if j and j.verdict else "-"
+            v_ic = jc.verdict if jc and jc.verdict else "-"
             b_q, t_q = qps.get(("base", step, 1), {}), qps.get((t, step, 1), {})
             b_c, t_c = cpu.get(("base", step, 1), {}), cpu.get((t, step, 1), {})
             v_q = judge(b_q, t_q, study).verdict if b_q and t_q else "-"
@@ -333,7 +350,9 @@ def report(study: object, suite: str, targets: list[str], cells_minutes: float) 
                 )
                 top = changes[0].function if changes else ""
             decide_s.append(float(t_count.get("wall_s") or 0))
-            for src, v in (("instructions", v_i), ("cpu/o", v_c), ("QPS", v_q)):
+            for src, v in (("instructions", v_i), ("instructions, A-A floors", v_ic), ("cpu/o", v_c), ("QPS", v_q)):
+                if t == "aa" and src == "instructions, A-A floors":
+                    continue  # the twin is this source's calibration, not a comparison
                 if touched:
                     tally[src]["found" if v == "slower" else "missed"] += 1
                 elif v in ("faster", "slower"):
@@ -341,21 +360,26 @@ def report(study: object, suite: str, targets: list[str], cells_minutes: float) 
                 else:
                     tally[src]["quiet"] += 1
             if touched and v_i == "slower" and site is not None:
-                tally["instructions"]["top right" if top == SITES[site].function else "top wrong"] += 1
+                for src in ("instructions", "instructions, A-A floors"):
+                    tally[src]["top right" if SITES[site].named(top) else "top wrong"] += 1
             ratio = f"{j.ratio - 1:+.2%}" if j and j.ratio else "-"
-            floor = f"{j.floor:.2%}" if j and j.verdict else "-"
-            print(f"{t:8}{step:24}{'yes' if touched else 'no':>8}{ratio:>9}{v_i:>9}{floor:>8}{v_c:>9}{v_q:>9}  {top}")
+            floor = f"{j.floor:.2%}" + ("fg" if j.basis == "foreground" else "") if j and j.verdict else "-"
+            cfloor = f"{jc.floor:.2%}" if jc and jc.verdict and t != "aa" else "-"
+            print(
+                f"{t:8}{step:28}{'yes' if touched else 'no':>8}{ratio:>9}{v_i:>9}{floor:>9}{cfloor:>9}{v_c:>9}{v_q:>9}"
+                f"  {top}"
+            )
     rounds = max((r.repetition for r in rows), default=0)
     print(f"\n{suite}: confusion table per verdict source ({len(targets) - 1} targets against base)")
-    print(f"{'source':14}{'found':>7}{'missed':>8}{'false alarms':>14}{'quiet':>7}  to decide")
+    print(f"{'source':26}{'found':>7}{'missed':>8}{'false alarms':>14}{'quiet':>7}  to decide")
     for src, c in tally.items():
         extra = ""
-        if src == "instructions":
+        if src.startswith("instructions"):
             extra = f"  {sum(decide_s) / max(1, len(decide_s)):.0f} s per target and step (valgrind)"
             extra += f"; top function right {c['top right']}, wrong {c['top wrong']}"
         else:
             extra = f"  {rounds} rounds of the timed steps ({cells_minutes:.0f} min with the loads)"
-        print(f"{src:14}{c['found']:>7}{c['missed']:>8}{c['false alarm']:>14}{c['quiet']:>7}{extra}")
+        print(f"{src:26}{c['found']:>7}{c['missed']:>8}{c['false alarm']:>14}{c['quiet']:>7}{extra}")
     store.close()
 
 
