@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 import psutil
 
-from dbsweep import loadclient
+from dbsweep import loadclient, placement
 from dbsweep.engines.base import Engine, EngineError, Install, Instance
 from dbsweep.errors import DbsweepError, StepError
 from dbsweep.measure import functions
@@ -60,6 +60,8 @@ _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
 # LONG_RETRIES times): the difference is the measurement, and a small one is mostly noise of start-up.
 LONG_RUN = 3  # the long run does this many times the short one's work
 MIN_EVENTS = 20  # a probe that completes fewer is too short to count anything by
+# The CPU the server and the client of a counted run share (the last one, as placement "same" takes).
+ONE_CPU = placement.assign("same").server or frozenset({0})
 FUNCTIONS_KEPT = 150  # functions stored per count: the report shows the few that changed most
 # Roles of the processes whose files a run leaves; an engine names its background processes itself.
 FOREGROUND = "foreground"  # the processes that served the client (backends, or an embedded engine's client)
@@ -331,6 +333,11 @@ class _Pass:
         self.instance.wrapper = self.wrapper(out_dir)
         self.instance.start()
         try:
+            # Server and client share one CPU: a backend then finds its socket empty after every reply and waits
+            # once per statement. On two CPUs whether it waits depends on timing, which the machine's load
+            # changes: it moved a point query's count by 0.5 % between a busy hour and a quiet one.
+            if self.instance.pid is not None:
+                placement.pin_tree(self.instance.pid, ONE_CPU)
             if not self.plan.from_empty:
                 try:
                     self.instance.prewarm(tables)
@@ -343,7 +350,10 @@ class _Pass:
                 raise DbsweepError("the plan has no probe, so its amount must be given")
             command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
             out = loadclient.run(
-                command, loadclient.connection_to(self.instance), self.logs / f"run{self.runs}-{amount}.log"
+                command,
+                loadclient.connection_to(self.instance),
+                self.logs / f"run{self.runs}-{amount}.log",
+                cpus=ONE_CPU,
             )
             s = out.result.flat()
             if s.get("error_count"):
