@@ -316,11 +316,10 @@ class _Pass:
         self.summary: dict[str, Any] = {}
 
     def _fresh_data(self) -> None:
-        pristine = self.home / _PRISTINE
         if self.plan.from_empty:
             self.instance.init()
         else:
-            self.instance.restore_state(pristine)  # as restore_pristine
+            restore_pristine(self.instance, self.home)
 
     def run(self, amount: int, tables: list[str]) -> Run:
         """One run of `amount` events or rows (0: the plan's probe, timed): fresh data, the server under

@@ -14,6 +14,7 @@ frame pointers, any other with DWARF (larger files, the same shape).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from dbsweep.measure import instructions, profile
 
 FREQUENCY = 499  # samples per second and CPU: not a multiple of common timer rates
 DWARF_STACK = "dwarf,16384"
+# Trying the host's perf costs about 1.5 s; it does not change within a run, so once per process is enough.
+_support = functools.cache(profile.detect)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def profile_step(
     on error and on Ctrl-C."""
     say = say or (lambda _msg: None)
     t0 = time.monotonic()
-    support = profile.detect()
+    support = _support()
     if not support.can_sample:
         raise DbsweepError(f"no profile: {support.reason}")
     if engine.kind == "embedded":

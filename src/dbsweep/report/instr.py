@@ -114,9 +114,12 @@ def attach(data: ReportData, study: Study, store: Store) -> None:
                 ir.why[t] = why(base, ir.counts.get(t) or {})
         data.instr_rows.append(ir)
     by_step = {r.step: r for r in data.instr_rows}
+    fewest: dict[str, int] = {}  # each step's smallest client count: the row the single-client count belongs to
+    for row in data.rows:
+        fewest[row.step] = min(row.clients, fewest.get(row.step, row.clients))
     for row in data.rows:
         found = by_step.get(row.step)
-        if found is not None and row.clients == min(r.clients for r in data.rows if r.step == row.step):
+        if found is not None and row.clients == fewest[row.step]:
             row.instr = dict(found.judged)
     for g in data.groups:
         got = [
