@@ -4,6 +4,7 @@ unsustainable rate, failed statements, and a step before its tables."""
 from __future__ import annotations
 
 import datetime
+import itertools
 import string
 import uuid
 from pathlib import Path
@@ -33,7 +34,7 @@ SECOND_FIELDS = {
 }  # fmt: skip
 # The Insert Benchmark's own fields of a step's summary envelope (`detail`); the common ones are the StepResult's.
 DETAIL_FIELDS = {
-    "clients", "tables", "only1t", "seed", "deletes", "rows_per_client", "rows_per_commit",
+    "clients", "tables", "only1t", "seed", "deletes", "serial", "rows_per_client", "rows_per_commit",
     "rate_per_client", "target_rate", "insert_seconds", "index_seconds", "inserted_rows",
     "deleted_rows", "indexed_rows", "queries", "query_rows", "queries_by_kind", "ips", "dps", "qps",
     "achieved_rate", "sla_ok", "rate_percentiles", "latency", "maxop_s", "errors_by_op", "rows_after", "sql",
@@ -206,6 +207,27 @@ def test_failed_statements_are_counted_by_kind(loaded: Instance, support: Suppor
     assert s["inserted_rows"] == 50 * s["latency"]["insert"]["statements"]
     assert s["rows_after"]["pi1"] == before["pi1"] + s["inserted_rows"] - 500
     assert words in s["error_samples"][0]
+
+
+def test_serial_deletes_run_after_their_inserts(loaded: Instance, support: Support, home: Path) -> None:
+    """--serial (the instruction pass's l.i1 and l.i2): the inserter runs each batch's delete right after it, so
+    no two statements of the client overlap and the order is fixed."""
+    before = counts(support, loaded)
+    top = support.query(loaded, "SELECT max(transactionid) FROM pi1")[0][0]
+    s = summary(support, ibench(support, loaded, home, "l.i1", "--clients", "1", "--rows", "500", "--serial"))
+    assert s["serial"] and s["deletes"]
+    assert s["inserted_rows"] == s["deleted_rows"] == 500 and s["error_count"] == 0
+    check_op(s["latency"]["delete"], 500 // 50)
+    assert s["rows_after"]["pi1"] == before["pi1"] == counts(support, loaded)["pi1"]
+    assert s["lock_waits"] == 0  # a delete beside an insert would wait for SQLite's write lock
+    if support.name == "postgres":
+        # Each insert, then its delete, each its own transaction: the inserts' transaction ids step by 2.
+        new = f"SELECT DISTINCT xmin::text::bigint FROM pi1 WHERE transactionid > {top} ORDER BY 1"
+        xids = support.query(loaded, new)
+        steps = {b[0] - a[0] for a, b in itertools.pairwise(xids)}
+        assert len(xids) == 10 and steps == {2}, xids
+    with pytest.raises(StepError, match=r"--serial orders each insert and its delete, and l.i0 runs no deletes"):
+        loadclient.run(["ibench", "l.i0", "--rows", "10", "--serial"], connection_to(loaded), home / "s.log")
 
 
 def test_a_step_before_its_tables_is_a_clear_error(loaded: Instance, home: Path) -> None:

@@ -93,6 +93,8 @@ def test_point_query_is_plausible_and_repeatable(point: InstructionCount) -> Non
     assert point.valgrind_command[:2] == ["valgrind", "--tool=cachegrind"]
     assert "--cache-sim=no" in point.valgrind_command
     assert point.wall_s > 0 and not point.reused_data
+    # Counted with commits flushed by their backend and no autovacuum: settings that make the work depend on time.
+    assert {"synchronous_commit = on", "autovacuum = off"} <= set(point.held)
     assert point.step == "point-query_range=100" and point.command[-2:] == ["--events", str(point.amount)]
     # Why: the per-function counts add up to about the whole per-event figure, and name Postgres's executor.
     names = {f["function"] for f in point.functions}
@@ -197,6 +199,7 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     assert group.get("instr_slower") == 1
     md = dbsweep("report", study, "--format", "markdown").stdout
     assert "## Instructions per operation" in md and "Why, point-query_range=100, `b`" in md
+    assert "synchronous_commit = on" in md  # the settings the count held, said
     html = tmp / "r.html"
     dbsweep("report", study, "--format", "html", "--out", html)
     assert 'id="instructions"' in html.read_text() and "why: point-query_range=100" in html.read_text()

@@ -133,3 +133,12 @@ def test_the_insert_benchmark_counts_its_insert_steps_by_rows() -> None:
     assert load.command(20_000)[:2] == ["ibench", "l.i0"] and load.command(20_000)[-2:] == ["--rows", "20000"]
     more = suite.instruction_plan("l.i1", 2)
     assert not more.from_empty and more.short is not None and 1000 <= more.short <= 20_000
+    # Counted deletes follow their inserts (a fixed order), the load has none to order.
+    assert "--serial" in more.command(1000) and "--serial" not in load.command(1000)
+    assert "--serial" not in suite.instruction_command("l.i1", 2)
+
+
+def test_held_settings_are_the_quiet_configs_lines() -> None:
+    text = "# ---- a comment ----\nautovacuum = off   # why\n\nsynchronous_commit  =  on\n"
+    assert instructions.held_settings(text) == ["autovacuum = off", "synchronous_commit = on"]
+    assert instructions.held_settings("") == []

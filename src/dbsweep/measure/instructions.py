@@ -152,6 +152,9 @@ class InstructionCount:
     # wake-ups of background processes vary with how long a run took, the foreground's work does not.
     foreground_per_event: float | None = None
     foreground_spread: float | None = None
+    # The settings the pass added to the target's config (the engine's `quiet_config`), so a run's work does
+    # not depend on timing; a study comparing them gets no instruction verdict on them.
+    held: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def foreground_share(self) -> float | None:
@@ -537,7 +540,14 @@ def instructions_per_op(
         functions=function_rows(mid_pair),
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
+        held=held_settings(instance.quiet_config),
     )
+
+
+def held_settings(quiet_config: str) -> list[str]:
+    """The settings lines of an engine's quiet config, without comments: `name = value`."""
+    lines = (line.split("#", 1)[0].strip() for line in quiet_config.splitlines())
+    return [" ".join(line.split()) for line in lines if line]
 
 
 def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]]:

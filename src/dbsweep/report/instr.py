@@ -137,3 +137,10 @@ def attach(data: ReportData, study: Study, store: Store) -> None:
         "floor is the larger of 0.2 %, three times the spread of the count's pairs and twice the A-A difference "
         "dbsweep calibrate measured."
     )
+    held = sorted({h for c in counts.values() for h in c.get("held") or []})
+    if held:
+        data.notes.append(
+            f"The counted server ran with {', '.join(held)} added to each target's config, so that a run's work "
+            "does not depend on its timing; a difference between targets in those settings is not seen by "
+            "instructions/o."
+        )

@@ -111,6 +111,11 @@ pub struct Options {
     /// No deleter: l.i1, l.i2 and the read-write steps only insert, so the tables grow.
     #[arg(long)]
     pub no_delete: bool,
+    /// Each client runs its delete right after the insert it matches, never beside it: the same
+    /// statements in a fixed order, for counting instructions (two connections at once make the
+    /// work per row depend on how their statements happened to overlap).
+    #[arg(long)]
+    pub serial: bool,
 }
 
 /// A step with its options checked and resolved.
@@ -126,6 +131,8 @@ pub struct Plan {
     /// Per client; None = unlimited.
     pub rate: Option<u64>,
     pub deletes: bool,
+    /// The deletes run one after each insert, on the inserter's thread (--serial).
+    pub serial: bool,
     pub query: Option<QueryMode>,
     pub seed: u64,
 }
@@ -184,6 +191,10 @@ impl Plan {
                 (rows, Some(rate))
             }
         };
+        let deletes = matches!(step, Step::Li1 | Step::Li2 | Step::ReadWrite { .. }) && !o.no_delete;
+        if o.serial && !deletes {
+            return Err(format!("--serial orders each insert and its delete, and {name} runs no deletes here"));
+        }
         // §2.7: a batch never holds more rows than a second's worth.
         let rows_per_commit = rate.map_or(step.rows_per_commit(), |r| step.rows_per_commit().min(r));
         let query = match step {
@@ -199,7 +210,8 @@ impl Plan {
             rows_per_client: rows,
             rows_per_commit,
             rate,
-            deletes: matches!(step, Step::Li1 | Step::Li2 | Step::ReadWrite { .. }) && !o.no_delete,
+            deletes,
+            serial: o.serial,
             query,
             seed: o.seed,
         })
@@ -221,6 +233,7 @@ impl Plan {
             rows_per_commit: self.rows_per_commit,
             rate: self.rate,
             deletes: self.deletes,
+            serial: self.serial,
             query: self.query,
             seed: self.seed.wrapping_add(index as u64 + 1),
             whole_price: false,
@@ -299,7 +312,7 @@ pub struct ErrorsByOp {
 /// `operations`, `tps` = `rate`.
 ///
 /// Fields: `clients`; `tables` (how many pi tables the step uses); `only1t`; `seed`; `deletes`
-/// (whether a deleter ran); `rows_per_client`; `rows_per_commit`; `rate_per_client` and
+/// (whether a deleter ran); `serial` (each delete ran after its insert, never beside it); `rows_per_client`; `rows_per_commit`; `rate_per_client` and
 /// `target_rate` (= clients × rate_per_client; both null when unlimited); `insert_seconds` (start
 /// to the last inserter's end); `index_seconds` (l.x only); `inserted_rows`, `deleted_rows`,
 /// `indexed_rows` (l.x only: rows in the tables when indexed); `queries`, `query_rows` (rows the
@@ -324,6 +337,7 @@ pub struct IbenchDetail {
     only1t: bool,
     seed: u64,
     deletes: bool,
+    serial: bool,
     rows_per_client: u64,
     rows_per_commit: u64,
     rate_per_client: Option<u64>,
@@ -585,6 +599,7 @@ fn summarize(
         only1t: plan.only1t,
         seed: plan.seed,
         deletes: plan.deletes,
+        serial: plan.serial,
         rows_per_client: plan.rows_per_client,
         rows_per_commit: plan.rows_per_commit,
         rate_per_client: plan.rate,
@@ -630,7 +645,16 @@ mod tests {
     use super::*;
 
     fn opts() -> Options {
-        Options { clients: 2, rows: None, seconds: None, rate: None, only1t: false, seed: 1, no_delete: false }
+        Options {
+            clients: 2,
+            rows: None,
+            seconds: None,
+            rate: None,
+            only1t: false,
+            seed: 1,
+            no_delete: false,
+            serial: false,
+        }
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct ClientPlan {
     /// Inserted rows per second; None runs as fast as the server takes them.
     pub rate: Option<u64>,
     pub deletes: bool,
+    /// The inserter runs each delete right after its insert (no deleter thread).
+    pub serial: bool,
     pub query: Option<QueryMode>,
     /// The step's seed plus the client number.
     pub seed: u64,
@@ -201,14 +203,20 @@ impl<S: Session> Client<S> {
         let (pool_tx, pool_rx) = mpsc::channel::<String>();
         let idx = plan.index as usize;
 
-        let inserter = {
-            let (live, shared) = (live.clone(), shared.clone());
-            std::thread::spawn(move || insert_loop(insert, ins_rx, pool_tx, &live[idx], &shared))
-        };
         let mut del_tx = None;
-        let deleter = delete.map(|conn| {
+        let mut deletes = delete.map(|conn| {
             let (tx, rx) = mpsc::sync_channel::<Delete>(QUEUE_DEPTH);
             del_tx = Some(tx);
+            (conn, rx)
+        });
+        // Serial: the inserter takes the deleter's connection and queue; the generator sends each
+        // batch's insert before its delete, so the order is fixed.
+        let serial = if plan.serial { deletes.take() } else { None };
+        let inserter = {
+            let (live, shared) = (live.clone(), shared.clone());
+            std::thread::spawn(move || insert_loop(insert, ins_rx, pool_tx, serial, &live[idx], &shared))
+        };
+        let deleter = deletes.map(|(conn, rx)| {
             let live = live.clone();
             std::thread::spawn(move || delete_loop(conn, rx, &live[idx]))
         });
@@ -230,7 +238,8 @@ impl<S: Session> Client<S> {
 /// A client's running threads.
 pub struct Running {
     generator: JoinHandle<OpStats>,
-    inserter: JoinHandle<(OpStats, Instant)>,
+    /// The inserts, when they ended, and the deletes when the inserter ran them (serial).
+    inserter: JoinHandle<(OpStats, Instant, Option<OpStats>)>,
     deleter: Option<JoinHandle<OpStats>>,
     querier: Option<JoinHandle<(OpStats, [KindCount; 4])>>,
 }
@@ -240,9 +249,12 @@ impl Running {
         let panicked = |role: &str| format!("the {role} thread panicked");
         let mut r = ClientResult::default();
         r.delete.merge(self.generator.join().map_err(|_| panicked("generator"))?);
-        let (ins, end) = self.inserter.join().map_err(|_| panicked("inserter"))?;
+        let (ins, end, serial_deletes) = self.inserter.join().map_err(|_| panicked("inserter"))?;
         r.insert = ins;
         r.insert_end = Some(end);
+        if let Some(d) = serial_deletes {
+            r.delete.merge(d);
+        }
         if let Some(d) = self.deleter {
             r.delete.merge(d.join().map_err(|_| panicked("deleter"))?);
         }
@@ -343,11 +355,13 @@ fn insert_loop<S: Session>(
     mut conn: S,
     rx: Receiver<String>,
     pool: Sender<String>,
+    mut serial: Option<(S, Receiver<Delete>)>,
     live: &ClientLive,
     shared: &Shared,
-) -> (OpStats, Instant) {
+) -> (OpStats, Instant, Option<OpStats>) {
     let _done = SetOnDrop(&shared.inserted);
     let mut st = OpStats::new();
+    let mut del_st = serial.as_ref().map(|_| OpStats::new());
     for sql in rx {
         let t0 = Instant::now();
         let r = conn.simple(&sql);
@@ -361,22 +375,39 @@ fn insert_loop<S: Session>(
         if conn.is_closed() {
             break;
         }
+        if let (Some((dconn, drx)), Some(dst)) = (serial.as_mut(), del_st.as_mut()) {
+            // The generator sent this batch's delete right after its insert (none once the deleter's
+            // connection is gone).
+            if let Ok(d) = drx.recv() {
+                if !run_delete(dconn, &d, dst, live) {
+                    serial = None;
+                }
+            }
+        }
     }
     st.lock_waits = conn.lock_waits();
-    (st, Instant::now())
+    if let (Some((dconn, _)), Some(dst)) = (&serial, del_st.as_mut()) {
+        dst.lock_waits = dconn.lock_waits();
+    }
+    (st, Instant::now(), del_st)
+}
+
+/// Runs one delete; false when its connection is gone.
+fn run_delete<S: Session>(conn: &mut S, d: &Delete, st: &mut OpStats, live: &ClientLive) -> bool {
+    let t0 = Instant::now();
+    let r = conn.execute("del", &[d.from, d.rows]);
+    let us = micros(t0);
+    match r {
+        Ok(o) => st.ok(&live.del, us, o.affected, o.affected),
+        Err(e) => st.err(&live.del, &e),
+    }
+    !conn.is_closed()
 }
 
 fn delete_loop<S: Session>(mut conn: S, rx: Receiver<Delete>, live: &ClientLive) -> OpStats {
     let mut st = OpStats::new();
     for d in rx {
-        let t0 = Instant::now();
-        let r = conn.execute("del", &[d.from, d.rows]);
-        let us = micros(t0);
-        match r {
-            Ok(o) => st.ok(&live.del, us, o.affected, o.affected),
-            Err(e) => st.err(&live.del, &e),
-        }
-        if conn.is_closed() {
+        if !run_delete(&mut conn, &d, &mut st, live) {
             break;
         }
     }
