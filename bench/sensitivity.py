@@ -230,6 +230,7 @@ def main() -> None:
     # Kept across runs (the build and the loaded copies for valgrind) and reachable by the server user.
     ap.add_argument("--workspace", type=Path, default=Path("/var/tmp/dbsweep-sensitivity"))  # noqa: S108
     ap.add_argument("--build-only", action="store_true", help="prepare the source and build it, then stop")
+    ap.add_argument("--fresh", action="store_true", help="measure again: a new run of each study, not a resumed one")
     args = ap.parse_args()
     ws: Path = args.workspace
     ws.mkdir(parents=True, exist_ok=True)
@@ -274,7 +275,7 @@ def main() -> None:
             )
         )
         t0 = time.monotonic()
-        _dbsweep("run", str(study_file), env=env)
+        _dbsweep("run", str(study_file), *(["--fresh"] if args.fresh else []), env=env)
         minutes = (time.monotonic() - t0) / 60
         print(f"\n{which}: the run took {minutes:.1f} min, the instruction pass included", flush=True)
         report(load_study(study_file), which, list(targets), minutes)
