@@ -432,6 +432,27 @@ def test_diff_orders_by_change_and_keeps_one_sided_functions() -> None:
     assert [(c.function, c.share_of_change, c.delta_inclusive) for c in flat] == [("a", None, None), ("b", None, None)]
 
 
+def test_diff_matches_a_function_across_builds_that_name_or_place_it_differently() -> None:
+    """gcc's copies (foo.part.0, foo.lto_priv.0, foo.cold) are the function; a generated file is matched by the
+    end of its path, whichever build directory compiled it."""
+    base = prof(fc("AllocSetAlloc", 100), fc("hash_seq_search", 30), fc("hash_seq_search.cold", 2))
+    base[("core_yylex", "/b/.tmp-1/build/src/backend/parser/scan.c")] = FunctionCost(
+        "core_yylex", "/b/.tmp-1/build/src/backend/parser/scan.c", 6857, None, 50, None
+    )
+    target = prof(fc("AllocSetAlloc.lto_priv.0", 90), fc("hash_seq_search.part.0", 33), fc("other.c", 1))
+    target[("core_yylex", "/b/.tmp-2/build/src/backend/parser/scan.c")] = FunctionCost(
+        "core_yylex", "/b/.tmp-2/build/src/backend/parser/scan.c", 6857, None, 45, None
+    )
+    got = {c.function: (c.base_self, c.target_self) for c in fx.diff(base, target)}
+    assert got == {
+        "AllocSetAlloc.lto_priv.0": (100, 90),
+        "hash_seq_search.part.0": (32, 33),
+        "core_yylex": (50, 45),
+        "other.c": (0, 1),  # a name that only looks like a suffix is kept whole
+    }
+    assert fx.matching_key(("f.isra.0.cold", "???")) == ("f", "???")
+
+
 def test_top_functions_keeps_the_largest_by_self_and_by_inclusive() -> None:
     profile = prof(fc("big", 100, 100), fc("neg", -50, -50), fc("caller", 1, 500), fc("small", 2, 2), fc("mid", 10, 40))
     assert list(fx.top_functions(profile, 2)) == [("big", "x.c"), ("neg", "x.c"), ("caller", "x.c")]

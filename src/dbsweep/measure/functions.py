@@ -490,23 +490,60 @@ class FunctionChange:
         return d / self.base_inclusive if d is not None and self.base_inclusive else None
 
 
+# The suffixes gcc gives the copies it makes of a function (a part split off, an LTO-private or constant-
+# propagated copy, its cold path): two builds of the same code name them differently.
+_CLONE = re.compile(r"(?:\.(?:part|isra|constprop|lto_priv|cold|localalias|clone)(?:\.\d+)?)+$")
+
+
+def matching_key(key: Key) -> Key:
+    """What matches a function across two builds: its name without gcc's clone suffixes, and the last two parts
+    of its file's path (each build compiles generated files such as the parser in its own directory)."""
+    function, file = key
+    return _CLONE.sub("", function), "/".join(Path(file).parts[-2:]) if file != "???" else file
+
+
+def _matched(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:
+    """The profile by matching key: a function's copies added (self summed; inclusive the largest, as an outer
+    copy's includes the inner's), named as its costliest copy is."""
+    groups: dict[Key, list[FunctionCost]] = {}
+    for key, c in profile.items():
+        groups.setdefault(matching_key(key), []).append(c)
+    out: dict[Key, FunctionCost] = {}
+    for mk, cs in groups.items():
+        top = max(cs, key=lambda c: (abs(c.self_ir), c.function))
+        incl = [c.inclusive_ir for c in cs if c.inclusive_ir is not None]
+        out[mk] = FunctionCost(
+            function=top.function,
+            file=top.file,
+            line=min((c.line for c in cs if c.line is not None), default=None),
+            object=top.object,
+            self_ir=sum(c.self_ir for c in cs),
+            inclusive_ir=max(incl, key=abs) if incl else None,
+        )
+    return out
+
+
 def diff(
     base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], top: int | None = None
 ) -> list[FunctionChange]:
     """The functions' changes from base to target (per-operation profiles), largest |delta_self| first
-    (ties by name); functions on one side only included. `top` keeps the first ones."""
+    (ties by name); functions on one side only included. `top` keeps the first ones. Functions are matched
+    across the builds by `matching_key`, and named as the target names them."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
+    base, target = _matched(base), _matched(target)
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
     changes = []
     for key in dict.fromkeys([*base, *target]):
         b, t = base.get(key), target.get(key)
         # Absent from a side that has a call graph: no cost there, inclusive included.
+        named = t if t is not None else b
+        assert named is not None
         changes.append(
             FunctionChange(
-                function=key[0],
-                file=key[1],
+                function=named.function,
+                file=named.file,
                 line=t.line if t is not None and t.line is not None else b.line if b is not None else None,
                 base_self=b.self_ir if b else 0.0,
                 target_self=t.self_ir if t else 0.0,
