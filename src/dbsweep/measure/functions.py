@@ -499,7 +499,7 @@ def matching_key(key: Key) -> Key:
     """What matches a function across two builds: its name without gcc's clone suffixes, and the last two parts
     of its file's path (each build compiles generated files such as the parser in its own directory)."""
     function, file = key
-    return _CLONE.sub("", function), "/".join(Path(file).parts[-2:]) if file != "???" else file
+    return _CLONE.sub("", function), "/".join(Path(file).parts[-2:])
 
 
 def _matched(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:

@@ -312,9 +312,9 @@ pub struct ErrorsByOp {
 /// `operations`, `tps` = `rate`.
 ///
 /// Fields: `clients`; `tables` (how many pi tables the step uses); `only1t`; `seed`; `deletes`
-/// (whether a deleter ran); `serial` (each delete ran after its insert, never beside it); `rows_per_client`; `rows_per_commit`; `rate_per_client` and
-/// `target_rate` (= clients × rate_per_client; both null when unlimited); `insert_seconds` (start
-/// to the last inserter's end); `index_seconds` (l.x only); `inserted_rows`, `deleted_rows`,
+/// (whether a deleter ran); `serial` (each delete ran after its insert, never beside it);
+/// `rows_per_client`; `rows_per_commit`; `rate_per_client` and `target_rate` (= clients ×
+/// rate_per_client; both null when unlimited); `insert_seconds` (start to the last inserter's end); `index_seconds` (l.x only); `inserted_rows`, `deleted_rows`,
 /// `indexed_rows` (l.x only: rows in the tables when indexed); `queries`, `query_rows` (rows the
 /// queries returned), `queries_by_kind` ({kind: {queries, rows}} for pdc, marketsegment,
 /// registersegment or point); `ips` (inserted_rows / seconds; for l.x indexed_rows / seconds),
