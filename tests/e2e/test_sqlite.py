@@ -182,7 +182,7 @@ def test_a_long_run_that_ended_early_is_no_count(tmp: Path, monkeypatch: pytest.
     engine = engine_named("sqlite")
     install = engine.system_install("system")
     asked: list[int] = []
-    events = {0: 1000, 3000: 900}
+    events = {0: 1000, 1000: 1000, 3000: 900}
 
     def ended(self: object, amount: int, tables: list[str]) -> instructions.Run:
         asked.append(amount)
@@ -197,4 +197,4 @@ def test_a_long_run_that_ended_early_is_no_count(tmp: Path, monkeypatch: pytest.
             load=[suite.command("load", 1)], plan=suite.instruction_plan("point-query_range=100", 1),
             tables=suite.tables(),
         )  # fmt: skip
-    assert asked == [0, 3000]  # the timed short run found 1000 events; the long one was asked three times that
+    assert asked == [0, 1000, 3000]  # the timed probe found 1000 events; the pair asked for 1000 and three times that
