@@ -104,7 +104,7 @@ def _host(server: postgres.Server) -> str:
 
 
 def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clients: int, secs: int) -> Sample:
-    env = {**os.environ, "DBSWEEP_PGPASSWORD": server.password}
+    env = {**os.environ, "DBSWEEP_PASSWORD": server.password}
     cmd = [
         str(paths.load_binary()),
         "sysbench",

@@ -72,7 +72,7 @@ pub struct Target {
     #[arg(long, default_value = "dbsweep")]
     pub dbname: String,
     /// Password (read from the environment only).
-    #[arg(long = "password-env-unused", env = "DBSWEEP_PGPASSWORD", hide = true, default_value = "")]
+    #[arg(long = "password-env-unused", env = "DBSWEEP_PASSWORD", hide = true, default_value = "")]
     pub password: String,
     /// sqlite: the SQLite shared library to open (e.g. the libsqlite3.so of the build to measure).
     #[arg(long, value_name = "PATH")]

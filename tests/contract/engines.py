@@ -352,7 +352,7 @@ class PostgresSupport(Support):
         return re.search(r"pg_catalog|^(SET|SHOW|DEALLOCATE)", text, re.IGNORECASE) is not None
 
     def wrong_password(self, access: Access) -> Access:
-        return Access(list(access.args), {**access.env, "DBSWEEP_PGPASSWORD": "wrong"})
+        return Access(list(access.args), {**access.env, "DBSWEEP_PASSWORD": "wrong"})
 
     def sysbench_driver(self, instance: Instance, database: str) -> list[str] | None:
         from dbsweep.engines.postgres import DB_USER

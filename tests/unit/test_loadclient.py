@@ -112,7 +112,7 @@ STAND_IN = """\
 import json, os, signal, sys
 args = sys.argv[1:]
 with open(os.environ["STAND_IN_SEEN"], "w") as f:
-    json.dump({{"args": args, "password": os.environ.get("DBSWEEP_PGPASSWORD")}}, f)
+    json.dump({{"args": args, "password": os.environ.get("DBSWEEP_PASSWORD")}}, f)
 how = os.environ.get("STAND_IN_HOW", "ok")
 print(json.dumps({{"type": "second", "t": 1, "phase": "warmup", "ops": 5, "errors": 0, "max_us": 10}}), flush=True)
 print("a line that is not JSON", flush=True)
@@ -140,7 +140,7 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_run_passes_the_command_and_the_access_and_reads_the_lines(stand_in: Path, tmp_path: Path) -> None:
-    access = Access(["--host", "127.0.0.1", "--port", "5"], {"DBSWEEP_PGPASSWORD": "secret"})
+    access = Access(["--host", "127.0.0.1", "--port", "5"], {"DBSWEEP_PASSWORD": "secret"})
     started: list[int] = []
     seconds: list[dict[str, object]] = []
     summaries: list[bool] = []

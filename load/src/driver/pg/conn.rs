@@ -153,7 +153,7 @@ impl Conn {
 
     /// Answers the server's authentication requests until AuthenticationOk.
     fn authenticate(&mut self, user: &str, password: &str) -> Result<(), DbError> {
-        let need_password = || DbError::Client("the server asks for a password; set DBSWEEP_PGPASSWORD".into());
+        let need_password = || DbError::Client("the server asks for a password; set DBSWEEP_PASSWORD".into());
         let mut scram: Option<ScramSha256> = None;
         loop {
             let m = self.next_message()?;

@@ -392,7 +392,7 @@ class Server(Instance):
         """Loopback TCP, or the private Unix socket; the password travels in the environment."""
         host = str(self.socket_dir) if via_socket else "127.0.0.1"
         args = ["--host", host, "--port", str(self.port), "--user", DB_USER, "--dbname", DB_NAME]
-        return Access(args, {"DBSWEEP_PGPASSWORD": self.password})
+        return Access(args, {"DBSWEEP_PASSWORD": self.password})
 
     def log_excerpt(self, start: int = 0) -> str:
         return relevant_log_lines(self.log, start=start)
