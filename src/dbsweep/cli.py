@@ -325,6 +325,14 @@ def report(
     format: FormatOpt = "terminal",
     out: OutOpt = None,
     run_id: Annotated[int | None, typer.Option("--run", help="The run to report (default: the latest).")] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups",
+            help="Group the rows another way the suite offers (its `groups` setting), e.g. 'five': seed 002's "
+            "point-1, point-2, range-1, range-2 and writes.",
+        ),
+    ] = None,
 ) -> None:
     """Report a study's results: QPS and rQPS with verdicts, group summaries, cost per operation, provenance."""
     from dbsweep.report import data as report_data
@@ -332,6 +340,8 @@ def report(
 
     fmt = parse_format(format)
     s = _study(study, workspace)
+    if groups is not None:
+        s = s.regrouped(groups)
     store = _open_store(s, must_exist=True, read_only=True)
     try:
         rid = run_id if run_id is not None else _latest_run(s, store, study)

@@ -36,7 +36,7 @@ def row_keys(study: Study) -> list[tuple[str, int]]:
     """The report's rows: (step, clients) in the suite's group order, each group in run order."""
     suite = study.bench
     steps = suite.cell_steps()
-    order = list(suite.groups)
+    order = list(suite.report_groups())
     keys: list[tuple[str, int]] = []
     for step in sorted(steps, key=lambda s: (order.index(suite.group_of(s)), steps.index(s))):
         keys.extend((step, c) for c in suite.clients(step))

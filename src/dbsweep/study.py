@@ -129,6 +129,14 @@ class Study(_Strict):
         """The suite the study runs, bound to its `[suite]` settings."""
         return suite_registry.suite_for(self.suite)
 
+    def regrouped(self, scheme: str) -> Study:
+        """The study with its report grouped by `scheme`, one of its suite's `group_schemes`."""
+        schemes = self.bench.group_schemes
+        if scheme not in schemes:
+            have = ", ".join(schemes) or "none besides its default"
+            raise DbsweepError(f"the {self.suite.name} suite has no report grouping {scheme!r}; it has: {have}")
+        return self.model_copy(update={"suite": self.suite.model_copy(update={"groups": scheme})})
+
     @property
     def title(self) -> str:
         return self.name or self.path.stem

@@ -171,6 +171,22 @@ def test_markdown_is_in_the_seeds_style(outputs: dict[str, str]) -> None:
         assert re.search(rf"^{by[('b', step)]['rqps']:.2f}\s+{re.escape(step)}$", md, re.M), step
     assert "summary: point queries" in md and "median" in md
     assert "## Provenance" in md and "shared_buffers=1GB" in md
+    # Seed 002's layout of the summaries: per target, a row per group with min, max, avg and median.
+    point = next(g for g in doc["groups"] if g["target"] == "b" and g["group"] == "point")
+    row = rf"^point\s+{point['min']:.2f}\s+{point['max']:.2f}\s+{point['mean']:.2f}\s+{point['median']:.2f}$"
+    assert re.search(r"^b, 1 client\s+min\s+max\s+avg\s+median$", md, re.M) and re.search(row, md, re.M), md
+
+
+def test_five_groups_as_seed_002_prints_them(run: Path, outputs: dict[str, str]) -> None:
+    """`--groups five`: the point queries by the primary key are point-1, the range queries without aggregation
+    range-1; the default grouping of the same run is unchanged, and a grouping the suite lacks is a clear error."""
+    md = dbsweep("report", run, "--groups", "five", "--format", "markdown").stdout
+    assert re.search(r"^col-1\s+--> point queries by the primary key \(point-1\)$", md, re.M), md
+    assert re.search(r"^col-1\s+--> range queries without aggregation \(range-1\)$", md, re.M), md
+    assert re.search(r"^point-1\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", md, re.M), md
+    assert "point-1" not in outputs["markdown"]
+    bad = dbsweep("report", run, "--groups", "six", check=False)
+    assert bad.returncode != 0 and "no report grouping 'six'; it has: four, five" in bad.stderr, bad.stderr
 
 
 # ---- the page in a real browser ------------------------------------------------------------------------

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from dbsweep import paths
+from dbsweep import paths, plan
+from dbsweep.errors import DbsweepError
 from dbsweep.measure.integrity import Expectation, check
+from dbsweep.study import load_study
 from dbsweep.suites import registry
 from dbsweep.suites.base import Suite
 from dbsweep.suites.ibench import RATES, SLA_SHARE, Ibench, IbenchSettings
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 from dbsweep.suites.sysbench.steps import ALIASES, GROUPS, LOAD_STEP, SETS, STEPS
+
+from ..conftest import write_study
 
 
 def sysbench(**kw: object) -> Sysbench:
@@ -155,3 +160,52 @@ def test_ibench_settings_problems() -> None:
     assert [f for f, _ in ibench().settings_problems()] == ["suite.profile"]
     assert [f for f, _ in ibench(profile="quick", clients=[1, 2]).settings_problems()] == ["suite.clients"]
     assert [f for f, _ in ibench(profile="quick", steps=["l.x"]).settings_problems()] == ["suite.steps[0]"]
+
+
+def test_five_groups_split_points_by_index_and_name_ranges_by_part() -> None:
+    """Seed 002's grouping: point-1 by the primary key, point-2 through the secondary index, range-1 without and
+    range-2 with aggregation; warm-ups, writes and the load keep their groups, and so does the default."""
+    four, five = sysbench(steps="all42"), sysbench(steps="all42", groups="five")
+    assert four.report_groups() == GROUPS and list(five.report_groups())[2:6] == [
+        "point-1",
+        "point-2",
+        "range-1",
+        "range-2",
+    ]
+    expect = {
+        "point-query_range=100": "point-1",
+        "point-query.pre_range=100": "point-1",
+        "random-points_range=1000": "point-1",
+        "hot-points_range=100": "point-1",
+        "points-notcovered-pk_range=100": "point-1",
+        "points-covered-si_range=100": "point-2",
+        "points-notcovered-si.pre_range=100": "point-2",
+        "range-covered-si_range=100": "range-1",
+        "scan_range=100": "range-1",
+        "read-only_range=10": "range-2",
+        "update-index_range=100": "write",
+        "point-query.warm_range=100": "warm",
+        LOAD_STEP: "load",
+    }
+    assert {s: five.group_of(s) for s in expect} == expect
+    assert {s: four.group_of(s) for s in ("points-covered-si_range=100", "read-only_range=10")} == {
+        "points-covered-si_range=100": "point",
+        "read-only_range=10": "range-agg",
+    }
+    assert all(five.group_of(s) in five.report_groups() for s in five.cell_steps())
+
+
+def test_a_study_regrouped_orders_its_rows_by_the_new_groups(tmp_path: Path) -> None:
+    steps = '["points-covered-si", "read-only", "point-query", "update-index"]'
+    study = load_study(write_study(tmp_path, steps=steps))
+    five = study.regrouped("five")
+    assert [s for s, _ in plan.row_keys(five)] == [
+        "load",
+        "point-query_range=100",
+        "points-covered-si_range=100",
+        "read-only_range=100",
+        "update-index_range=100",
+    ]
+    assert five.bench.group_of("points-covered-si_range=100") == "point-2" and study.suite.groups == "four"
+    with pytest.raises(DbsweepError, match=r"no report grouping 'six'; it has: four, five"):
+        study.regrouped("six")

@@ -460,7 +460,7 @@ def _assemble(
         ops_name = ops_names.get(step, suite.ops_name(step))
         rows.append(Row(step, clients, suite.group_of(step), ops_name, row_cells, suite.in_summaries(step), rel))
     data = ReportData(study, run_id, targets, base, rows, title=study.title, suite=study.suite.name)
-    data.group_titles, data.main_table, data.rate_note = suite.groups, suite.main_table, suite.report_note()
+    data.group_titles, data.main_table, data.rate_note = suite.report_groups(), suite.main_table, suite.report_note()
     data.min_effect, data.confidence = m.min_effect, m.confidence
     data.per_op_metrics = metric_names(rows)
     engine = engine_named(study.engine)
@@ -580,7 +580,7 @@ def compare_runs(
     cells = {k: v for k, v in cells_a.items() if k[2] == base} | cells_b
     keys = plan.row_keys(a)
     keys += [k for k in plan.row_keys(b) if k not in keys]
-    order = list(a.bench.groups)
+    order = list(a.bench.report_groups())
     keys.sort(key=lambda k: order.index(a.bench.group_of(k[0])))  # stable: each group keeps A's order, then B's
     data = _assemble(a, run_a, targets, base, keys, cells, {**ops_b, **ops_a}, paired=False)
     prov_a = _load_provenance(store_a, run_a, la)

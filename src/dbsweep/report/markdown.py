@@ -96,6 +96,8 @@ def render(data: ReportData) -> str:
         if data.groups:
             out += ["## Summary statistics of rQPS per group", ""]
             out += _fence([*_legend(data), *_summaries(data, heads)])
+            out += ["Per target, a row per group (seed 002's layout):", ""]
+            out += _fence(_per_target(data))
     out += ["## Absolute throughput", ""]
     out += _fence(
         [
@@ -144,6 +146,23 @@ def _summaries(data: ReportData, heads: list[str]) -> list[str]:
     out: list[str] = []
     for title, lines in blocks:
         out += [*_block(heads, title, lines, widths), ""]
+    return out
+
+
+def _per_target(data: ReportData) -> list[str]:
+    """One small table per target and client count: a row per group with min, max, avg and median rQPS."""
+    out: list[str] = []
+    width = max(len(g.group) for g in data.groups)
+    for t in data.others:
+        for clients in dict.fromkeys(g.clients for g in data.groups if g.target == t):
+            mine = [g for g in data.groups if g.target == t and g.clients == clients]
+            head = f"{t}, {clients} client{'s' if clients != 1 else ''}"
+            w = max(width, len(head))
+            out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in ("min", "max", "avg", "median")))
+            for g in mine:
+                vals = (g.summary.min, g.summary.max, g.summary.mean, g.summary.median)
+                out.append(f"{g.group:<{w}}  " + "  ".join(f"{fmt.ratio(v):>6}" for v in vals))
+            out.append("")
     return out
 
 

@@ -76,6 +76,9 @@ class Suite(ABC):
     settings_model: ClassVar[type[SuiteSettings]]
     # Report groups in report order: key -> title.
     groups: ClassVar[dict[str, str]]
+    # Other ways to group the report's rows, by name: name -> what it is, in one line. A suite that has them
+    # has a `groups` setting naming one (`dbsweep report --groups NAME` overrides it).
+    group_schemes: ClassVar[dict[str, str]] = {}
     default_set: ClassVar[str]
 
     def __init__(self, settings: SuiteSettings) -> None:
@@ -121,9 +124,13 @@ class Suite(ABC):
     def clients(self, step: str) -> list[int]:
         """The client counts a step runs at."""
 
+    def report_groups(self) -> dict[str, str]:
+        """The report groups of the settings' grouping, in report order: key -> title."""
+        return self.groups
+
     @abstractmethod
     def group_of(self, step: str) -> str:
-        """The step's report group (a key of `groups`)."""
+        """The step's report group (a key of `report_groups()`)."""
 
     @abstractmethod
     def in_summaries(self, step: str) -> bool:

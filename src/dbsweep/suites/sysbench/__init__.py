@@ -16,6 +16,8 @@ from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 from dbsweep.suites.sysbench.steps import (
     ALIASES,
+    FIVE_GROUPS,
+    GROUP_SCHEMES,
     GROUPS,
     LOAD_STEP,
     SCAN_WARM_SECONDS,
@@ -23,6 +25,7 @@ from dbsweep.suites.sysbench.steps import (
     STEP_NAMES,
     STEPS,
     StepSpec,
+    five_group,
 )
 
 # Rough figures of this VM for preflight's estimate (2 vCPUs, Debian's Postgres 15, cx10a): the load's
@@ -75,12 +78,15 @@ class SysbenchSettings(SuiteSettings):
     connect: Literal["tcp", "socket"] = "tcp"
     # Zipfian exponent of update-zipf.
     zipf_exp: Annotated[float, Field(gt=0)] = 0.8
+    # The report's groups (GROUP_SCHEMES).
+    groups: Literal["four", "five"] = "four"
 
 
 class Sysbench(Suite):
     name: ClassVar[str] = "sysbench"
     settings_model = SysbenchSettings
     groups = GROUPS
+    group_schemes = GROUP_SCHEMES
     default_set = "quick"
     settings: SysbenchSettings
 
@@ -112,8 +118,13 @@ class Sysbench(Suite):
             return [1]
         return [self.settings.tables] if STEPS[step].clients_are_tables else list(self.settings.clients)
 
+    def report_groups(self) -> dict[str, str]:
+        return FIVE_GROUPS if self.settings.groups == "five" else GROUPS
+
     def group_of(self, step: str) -> str:
-        return "load" if step == LOAD_STEP else STEPS[step].group
+        if step == LOAD_STEP:
+            return "load"
+        return five_group(STEPS[step]) if self.settings.groups == "five" else STEPS[step].group
 
     def in_summaries(self, step: str) -> bool:
         return step != LOAD_STEP and STEPS[step].in_summaries

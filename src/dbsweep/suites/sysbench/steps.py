@@ -21,6 +21,25 @@ GROUPS = {
     "write": "writes",
 }
 
+# Seed 002's five groups (`groups = "five"`): the point queries split in two, the range queries named by
+# part. The seed does not say how it split its point queries; dbsweep splits them by the index the lookup goes
+# through: point-1 looks rows up by the primary key, point-2 through the secondary index k. On InnoDB and
+# MyRocks the primary key holds the row, so a lookup through k is a second index descent (and the covered or
+# not-covered choice only matters there, methodology §1.3): the two paths change apart across versions.
+FIVE_GROUPS = {
+    "load": "load",
+    "warm": "warm-up steps (not in summaries)",
+    "point-1": "point queries by the primary key (point-1)",
+    "point-2": "point queries through the secondary index (point-2)",
+    "range-1": "range queries without aggregation (range-1)",
+    "range-2": "range queries with aggregation (range-2)",
+    "write": "writes",
+}
+GROUP_SCHEMES = {
+    "four": "point queries, range queries without and with aggregation, writes (the seeds since 2025)",
+    "five": "point-1 (by the primary key), point-2 (through the secondary index), range-1, range-2, writes (seed 002)",
+}
+
 LOAD_STEP = "load"
 
 Duration = Literal["read", "write", "insert", "scan-warm"]
@@ -48,6 +67,13 @@ class StepSpec:
     def in_summaries(self) -> bool:
         """The seeds' summaries leave out warm-ups and every name containing "pre"."""
         return self.group != "warm" and not self.is_pre
+
+
+def five_group(spec: StepSpec) -> str:
+    """The step's group among FIVE_GROUPS."""
+    if spec.group == "point":
+        return "point-2" if spec.workload.endswith("-si") else "point-1"
+    return {"range-noagg": "range-1", "range-agg": "range-2"}.get(spec.group, spec.group)
 
 
 def _group(workload: str) -> str:
