@@ -8,6 +8,7 @@ mod output;
 mod suites;
 
 use clap::Parser;
+use driver::mysql::MysqlDriver;
 use driver::pg::PgDriver;
 use driver::sqlite::SqliteDriver;
 use driver::Driver;
@@ -65,6 +66,7 @@ fn main() {
         }
         Command::Sysbench { target, .. } | Command::Ibench { target, .. } => match target.engine {
             Engine::Postgres => target.postgres().and_then(|e| run_step(&PgDriver::new(e), &cli.command)),
+            Engine::Mariadb => target.mariadb().and_then(|e| run_step(&MysqlDriver::new(e), &cli.command)),
             Engine::Sqlite => target.sqlite().and_then(SqliteDriver::new).and_then(|d| run_step(&d, &cli.command)),
         },
     };

@@ -52,6 +52,8 @@ pub enum Command {
 pub enum Engine {
     /// A Postgres server (--host, --port, --user, --dbname).
     Postgres,
+    /// A MariaDB server (--host, --port, --user, --dbname), over TCP or its Unix socket.
+    Mariadb,
     /// An SQLite library opened in this process (--library, --database, --pragma, ...).
     Sqlite,
 }
@@ -62,11 +64,13 @@ pub enum Engine {
 pub struct Target {
     #[arg(long, value_enum, default_value_t = Engine::Postgres)]
     pub engine: Engine,
-    /// postgres: host name, IP address, or the directory of the server's Unix socket.
+    /// Host name or IP address; or the Unix socket: for postgres the directory it is in, for
+    /// mariadb the socket file's absolute path (the port is then unused).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    #[arg(long, default_value_t = 5432)]
-    pub port: u16,
+    /// TCP port (default 5432 for postgres, 3306 for mariadb).
+    #[arg(long)]
+    pub port: Option<u16>,
     #[arg(long, default_value = "dbsweep")]
     pub user: String,
     #[arg(long, default_value = "dbsweep")]
@@ -92,11 +96,15 @@ pub struct Target {
     pub prewarm: bool,
 }
 
+/// The servers' usual ports, where --port is not given.
+pub const POSTGRES_PORT: u16 = 5432;
+pub const MARIADB_PORT: u16 = 3306;
+
 impl Target {
-    pub fn endpoint(&self) -> Endpoint {
+    fn endpoint(&self, default_port: u16) -> Endpoint {
         Endpoint {
             host: self.host.clone(),
-            port: self.port,
+            port: self.port.unwrap_or(default_port),
             user: self.user.clone(),
             dbname: self.dbname.clone(),
             password: self.password.clone(),
@@ -117,13 +125,28 @@ impl Target {
         .collect()
     }
 
-    /// Postgres's endpoint, or a usage error when SQLite's options were given.
-    pub fn postgres(&self) -> Result<Endpoint, String> {
+    /// A server's endpoint, or a usage error when SQLite's options were given.
+    fn server(&self, engine: &str, default_port: u16) -> Result<Endpoint, String> {
         let given = self.sqlite_options();
         if !given.is_empty() {
-            return Err(format!("{} are options of --engine sqlite, not of postgres", given.join(", ")));
+            return Err(format!("{} are options of --engine sqlite, not of {engine}", given.join(", ")));
         }
-        Ok(self.endpoint())
+        Ok(self.endpoint(default_port))
+    }
+
+    /// Postgres's endpoint, or a usage error when SQLite's options were given.
+    pub fn postgres(&self) -> Result<Endpoint, String> {
+        self.server("postgres", POSTGRES_PORT)
+    }
+
+    /// MariaDB's endpoint, or a usage error when SQLite's options were given or the socket is not
+    /// an absolute path to its file.
+    pub fn mariadb(&self) -> Result<Endpoint, String> {
+        let e = self.server("mariadb", MARIADB_PORT)?;
+        if e.host.contains('/') && !e.host.starts_with('/') {
+            return Err(format!("--host {}: a socket is given by its absolute path", e.host));
+        }
+        Ok(e)
     }
 
     /// How to open the SQLite database, or a usage error in one sentence.
@@ -164,7 +187,7 @@ mod tests {
         };
         assert_eq!(
             (step.as_str(), opts.clients, target.port, target.engine),
-            ("point-query", Some(2), 5555, Engine::Postgres)
+            ("point-query", Some(2), Some(5555), Engine::Postgres)
         );
         assert_eq!(
             (target.host.as_str(), target.user.as_str(), target.dbname.as_str()),
@@ -246,9 +269,34 @@ mod tests {
         // Postgres keeps its options and refuses SQLite's.
         let pg = target(&["--port", "5433"]);
         assert_eq!(pg.postgres().unwrap().port, 5433);
+        assert_eq!(target(&[]).postgres().unwrap().port, 5432);
         assert_eq!(
             target(&["--library", "l", "--prewarm"]).postgres().unwrap_err(),
             "--library, --prewarm are options of --engine sqlite, not of postgres"
         );
+    }
+
+    #[test]
+    fn mariadb_options() {
+        let t = target(&["--engine", "mariadb", "--host", "/tmp/x/mysqld.sock", "--user", "u", "--dbname", "d"]);
+        assert_eq!(t.engine, Engine::Mariadb);
+        let e = t.mariadb().unwrap();
+        assert_eq!(
+            (e.host.as_str(), e.port, e.user.as_str(), e.dbname.as_str()),
+            ("/tmp/x/mysqld.sock", 3306, "u", "d")
+        );
+        let e = target(&["--engine", "mariadb", "--port", "13306"]).mariadb().unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("127.0.0.1", 13306));
+        // SQLite's options are refused, as for postgres; a socket is an absolute path.
+        assert_eq!(
+            target(&["--engine", "mariadb", "--pragma", "a=b"]).mariadb().unwrap_err(),
+            "--pragma are options of --engine sqlite, not of mariadb"
+        );
+        assert_eq!(
+            target(&["--engine", "mariadb", "--host", "x/mysqld.sock"]).mariadb().unwrap_err(),
+            "--host x/mysqld.sock: a socket is given by its absolute path"
+        );
+        assert!(parse(&["ibench", "l.i0", "--engine", "mariadb", "--rows", "5"]).is_ok());
+        assert!(parse(&["sysbench", "prepare", "--engine", "MariaDB"]).is_err());
     }
 }

@@ -1,16 +1,19 @@
 //! The engine behind a small interface: a `Driver` opens `Session`s (one per client thread), and a
 //! `Dialect` holds the SQL that differs between engines. The suites use only these traits, so no
-//! engine's name or catalog appears outside its own module (`pg/` for Postgres).
+//! engine's name or catalog appears outside its own module (`pg/` for Postgres, `mysql/` for
+//! MariaDB).
 //!
 //! The traits are used as generics (`D: Driver`, `S: Session`), never as trait objects on the
 //! hot path: every suite is compiled once per engine, and a statement costs what the engine's own
 //! client costs, with no virtual call or boxing per query. Only the `Dialect`, which makes SQL
 //! text before a step starts, is a trait object.
 //!
-//! The engines: Postgres (`pg/`, a server spoken to over its wire protocol) and SQLite (`sqlite/`,
-//! an embedded library opened at run time).
+//! The engines: Postgres (`pg/`) and MariaDB (`mysql/`), servers spoken to over their wire
+//! protocols (over `net`'s streams), and SQLite (`sqlite/`, an embedded library opened at run time).
 
 pub mod lost;
+pub mod mysql;
+mod net;
 pub mod pg;
 pub mod sqlite;
 
@@ -19,7 +22,8 @@ use std::io;
 /// Where and how to connect: engine-neutral data the options fill in.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    /// Host name, IP address, or the directory of the server's Unix socket.
+    /// Host name, IP address, or an absolute path: the directory of Postgres's Unix socket, the
+    /// socket file of MariaDB's.
     pub host: String,
     pub port: u16,
     pub user: String,
@@ -154,6 +158,12 @@ pub trait Dialect: Sync {
     /// Where it does not, the Insert Benchmark writes its price already rounded, so every engine
     /// stores the same integers.
     fn int_column_rounds_decimals(&self) -> bool;
+
+    /// The hint that makes a query read `table`'s index `index`, written after the table's name
+    /// in FROM; empty where the engine takes none (the SQL is then as without it).
+    fn index_hint(&self, _index: &str) -> String {
+        String::new()
+    }
 }
 
 /// The names of the tables `prefix` followed by digits that exist, sorted by their number.
@@ -204,7 +214,8 @@ impl Param for i64 {
 /// An error the server (or the embedded engine) reported.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerError {
-    /// Postgres's SQLSTATE (five characters), or SQLite's result code name (SQLITE_BUSY, ...).
+    /// Postgres's SQLSTATE (five characters), SQLite's result code name (SQLITE_BUSY, ...), or
+    /// MariaDB's error number as MYSQL_<errno> (its SQLSTATE is then in the message).
     pub code: String,
     pub message: String,
     /// The server ends the session after it.
@@ -248,11 +259,13 @@ pub fn describe(e: &DbError) -> String {
 }
 
 /// The kind an error is counted under: "sqlstate-XXXXX" when Postgres sent a SQLSTATE, SQLite's
-/// result code in lower case (sqlite_busy, sqlite_constraint_check), else a short name for the
-/// client-side failure.
+/// result code in lower case (sqlite_busy, sqlite_constraint_check), MariaDB's error number as
+/// mysql_<errno> (mysql_1213), else a short name for the client-side failure.
 pub fn error_kind(e: &DbError) -> String {
     match e {
-        DbError::Server(s) if s.code.starts_with("SQLITE_") => s.code.to_ascii_lowercase(),
+        DbError::Server(s) if s.code.starts_with("SQLITE_") || s.code.starts_with("MYSQL_") => {
+            s.code.to_ascii_lowercase()
+        }
         DbError::Server(s) => format!("sqlstate-{}", s.code),
         DbError::Closed(_) => "connection-closed".to_string(),
         DbError::Client(_) => "client".to_string(),
@@ -312,8 +325,9 @@ pub(crate) mod tests {
     }
 
     /// Engine-specific SQL lives in its driver: no file outside `driver/pg/` names Postgres's
-    /// catalog or its generated-id column types, and none outside `driver/sqlite/` names SQLite's
-    /// catalog. (The words are assembled here so that this file does not contain them.)
+    /// catalog or its generated-id column types, none outside `driver/sqlite/` names SQLite's
+    /// catalog, and none outside `driver/mysql/` names MySQL's catalog, generated ids or index
+    /// hints. (The words are assembled here so that this file does not contain them.)
     #[test]
     fn engine_sql_stays_in_its_driver() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -323,6 +337,15 @@ pub(crate) mod tests {
                 vec![["pg", "_class"].concat(), ["SER", "IAL"].concat(), ["ALTER ", "SEQUENCE"].concat()],
             ),
             (src.join("driver").join("sqlite"), vec![["sqlite", "_master"].concat()]),
+            (
+                src.join("driver").join("mysql"),
+                vec![
+                    ["AUTO_", "INCREMENT"].concat(),
+                    ["information", "_schema"].concat(),
+                    ["FORCE ", "INDEX"].concat(),
+                    ["transactionid >= ? ", "ORDER BY"].concat(),
+                ],
+            ),
         ];
         let mut files = Vec::new();
         sources(&src, &mut files);
@@ -352,5 +375,14 @@ pub(crate) mod tests {
         assert_eq!(error_kind(&server("SQLITE_BUSY")), "sqlite_busy");
         assert_eq!(error_kind(&server("SQLITE_CONSTRAINT_CHECK")), "sqlite_constraint_check");
         assert_eq!(describe(&server("SQLITE_BUSY")), "SQLITE_BUSY: m");
+        assert_eq!(error_kind(&server("MYSQL_1213")), "mysql_1213");
+        assert_eq!(error_kind(&server("MYSQL_1927")), "mysql_1927");
+        let mysql = ServerError {
+            code: "MYSQL_1146".into(),
+            message: "(42S02) Table 'x.t' doesn't exist".into(),
+            fatal: false,
+        };
+        assert_eq!(describe(&DbError::Server(mysql)), "MYSQL_1146: (42S02) Table 'x.t' doesn't exist");
+        assert_eq!(error_kind(&DbError::Closed("gone".into())), "connection-closed");
     }
 }

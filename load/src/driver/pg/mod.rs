@@ -8,11 +8,9 @@ pub mod wire;
 pub use conn::Conn;
 pub use dialect::DIALECT;
 
+use super::net::{tcp_connect, Stream};
 use super::{describe, DbError, Dialect, Driver, Endpoint};
-use conn::Stream;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
 
 /// Connects to one Postgres database.
 #[derive(Debug, Clone)]
@@ -50,22 +48,4 @@ impl Driver for PgDriver {
     fn dialect(&self) -> &'static dyn Dialect {
         &DIALECT
     }
-}
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Tries each address the host resolves to; no Nagle delay on the small requests.
-fn tcp_connect(host: &str, port: u16) -> Result<TcpStream, DbError> {
-    let addrs = (host, port).to_socket_addrs().map_err(|e| DbError::Client(format!("cannot resolve {host}: {e}")))?;
-    let mut last = DbError::Client(format!("{host} resolves to no address"));
-    for addr in addrs {
-        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(s) => {
-                s.set_nodelay(true).map_err(DbError::io)?;
-                return Ok(s);
-            }
-            Err(e) => last = DbError::Client(format!("error connecting to server {addr}: {e}")),
-        }
-    }
-    Err(last)
 }

@@ -1,7 +1,7 @@
 //! The Insert Benchmark's SQL (methodology §2.1, §2.4, §2.5), one function per
 //! statement shape, so the client runs and reports the same text. What differs
 //! between engines (the table's generated id, its cache, the delete form,
-//! placeholders) comes from the driver's dialect.
+//! placeholders, index hints) comes from the driver's dialect.
 
 use crate::driver::Dialect;
 
@@ -83,13 +83,18 @@ pub const RANGE_QUERIES: [RangeQuery; 3] = [
 ];
 
 impl RangeQuery {
-    /// The query on table `t`; its one parameter is the lower bound.
+    /// The query on table `t`; its one parameter is the lower bound. Where the dialect has index
+    /// hints, it names the index that covers it (`<t>_<kind>`, made by l.x), as iibench does.
     pub fn sql(&self, t: &str, d: &dyn Dialect) -> String {
         let op = if self.strict { ">" } else { ">=" };
         let mut p = String::new();
         d.placeholder(0, &mut p);
+        let mut hint = d.index_hint(&format!("{t}_{}", self.kind));
+        if !hint.is_empty() {
+            hint.insert(0, ' ');
+        }
         format!(
-            "SELECT {c} FROM {t} WHERE {k} {op} {p} ORDER BY {c} LIMIT {n}",
+            "SELECT {c} FROM {t}{hint} WHERE {k} {op} {p} ORDER BY {c} LIMIT {n}",
             c = self.columns,
             k = self.key,
             n = ROWS_PER_QUERY
@@ -160,5 +165,20 @@ mod tests {
              (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         );
         assert!(RANGE_QUERIES[1].sql("pi1", lite).contains("WHERE productid >= ?1 ORDER BY"));
+        // Index hints where the dialect has them, naming the index l.x made for the query.
+        let my = &crate::driver::mysql::DIALECT;
+        let made = create_indexes("pi2", my).map(|(name, _)| name);
+        let hinted: Vec<String> = RANGE_QUERIES.iter().map(|q| q.sql("pi2", my)).collect();
+        for (q, sql) in RANGE_QUERIES.iter().zip(&hinted) {
+            let name = format!("pi2_{}", q.kind);
+            assert!(made.contains(&name), "{name}");
+            assert!(sql.contains(&format!(" FROM pi2 {} WHERE ", my.index_hint(&name))), "{sql}");
+        }
+        assert!(hinted[0].ends_with(" WHERE price >= ? ORDER BY price, dateandtime, customerid LIMIT 10"));
+        assert!(hinted[2].contains(" WHERE cashregisterid > ? ORDER BY"));
+        assert_eq!(
+            point_query("pi1", my),
+            "SELECT transactionid, productid, data FROM pi1 WHERE transactionid IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        );
     }
 }

@@ -1,0 +1,607 @@
+//! One blocking connection: handshake and authentication, then commands that each take one write
+//! and (usually) one read.
+
+use super::wire::{self, Mode, Prepared, Reader, Reply};
+use crate::driver::lost::{Lost, LOST};
+use crate::driver::net::Stream;
+use crate::driver::{describe, DbError, Outcome, Param, ServerError, Session};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::{self, Write};
+use std::time::Duration;
+
+/// FNV-1a: the statement names are a few bytes, looked up once per query; SipHash's protection
+/// against chosen keys buys nothing here.
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub struct Conn {
+    stream: Stream,
+    reader: Reader,
+    /// The request being sent; cleared, never shrunk.
+    wbuf: Vec<u8>,
+    reply: Reply,
+    /// The prepared statements by name.
+    statements: HashMap<String, Prepared, BuildHasherDefault<Fnv>>,
+    /// How result sets are framed.
+    mode: Mode,
+    closed: bool,
+    /// Where a loss of this connection is recorded: None until the handshake is over (a failed
+    /// connect is an error of its own, not a lost connection).
+    lost: Option<&'static Lost>,
+    /// The server status of the last OK or EOF.
+    status: u16,
+}
+
+/// How long the handshake (authentication included) may wait for the server.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Conn {
+    /// Starts a session on a connected socket: the server's greeting, the client's answer, then
+    /// authentication until the server's OK.
+    pub fn start(stream: Stream, user: &str, dbname: &str, password: &str) -> Result<Conn, DbError> {
+        Conn::start_recording(stream, user, dbname, password, &LOST)
+    }
+
+    /// `start`, recording a later loss of the connection in `lost`.
+    fn start_recording(
+        mut stream: Stream,
+        user: &str,
+        dbname: &str,
+        password: &str,
+        lost: &'static Lost,
+    ) -> Result<Conn, DbError> {
+        stream.set_timeouts(Some(STARTUP_TIMEOUT)).map_err(DbError::io)?;
+        let mut c = Conn {
+            stream,
+            reader: Reader::new(wire::READ_BUFFER),
+            wbuf: Vec::with_capacity(4096),
+            reply: Reply::default(),
+            statements: HashMap::default(),
+            mode: Mode::default(),
+            closed: false,
+            lost: None,
+            status: 0,
+        };
+        c.handshake(user, dbname, password)?;
+        c.stream.set_timeouts(None).map_err(DbError::io)?;
+        // Established: from now on, breaking is a lost connection.
+        c.lost = Some(lost);
+        Ok(c)
+    }
+
+    fn handshake(&mut self, user: &str, dbname: &str, password: &str) -> Result<(), DbError> {
+        let mut seq = 0;
+        let hello = self.reader.packet(&mut self.stream, &mut seq).map_err(|e| self.broken(e))?;
+        if hello.first() == Some(&wire::ERR) {
+            // Refused before the greeting: too many connections, a blocked host, ...
+            return Err(self.server_error(&hello));
+        }
+        let h = wire::parse_handshake(&hello).map_err(|e| self.broken(e))?;
+        let needed = wire::CLIENT_PROTOCOL_41 | wire::CLIENT_SECURE_CONNECTION;
+        if h.capabilities & needed != needed {
+            return Err(DbError::Client(format!("the server ({}) does not speak protocol 4.1", h.version)));
+        }
+        let mut caps = wire::CLIENT_WANTS & h.capabilities;
+        if !dbname.is_empty() {
+            caps |= wire::CLIENT_CONNECT_WITH_DB;
+        }
+        // Cached metadata, as MariaDB's own connector asks: an execution's reply then holds no
+        // column definitions (they were in the prepare's), which spares the server their making.
+        let ext_caps = h.ext_capabilities & wire::MARIADB_CLIENT_CACHE_METADATA;
+        self.mode = Mode {
+            deprecate_eof: caps & wire::CLIENT_DEPRECATE_EOF != 0,
+            cache_metadata: ext_caps & wire::MARIADB_CLIENT_CACHE_METADATA != 0,
+        };
+        // Whatever plugin the server prefers, the answer is mysql_native_password's: a server whose
+        // account needs another one asks for it (AuthSwitchRequest), and is told then that it is
+        // not spoken here.
+        let auth = wire::native_password(password.as_bytes(), &h.scramble[..h.scramble.len().min(20)]);
+        wire::handshake_response(caps, ext_caps, user, &auth, dbname, wire::NATIVE_PASSWORD, &mut self.wbuf);
+        self.send()?;
+        seq = 2;
+        let mut plugin = wire::NATIVE_PASSWORD.to_string();
+        loop {
+            let p = self.reader.packet(&mut self.stream, &mut seq).map_err(|e| self.broken(e))?;
+            match p.first() {
+                Some(&wire::OK) => {
+                    self.status = wire::parse_ok(&p).map_err(|e| self.broken(e))?.1;
+                    return Ok(());
+                }
+                Some(&wire::ERR) => return Err(self.server_error(&p)),
+                Some(&wire::EOF) => {
+                    // AuthSwitchRequest: the plugin's name, then its data (a new scramble).
+                    let mut cur = wire::Cursor::new(&p[1..]);
+                    plugin = String::from_utf8_lossy(cur.nul_str()).into_owned();
+                    if plugin != wire::NATIVE_PASSWORD {
+                        return Err(self.unsupported(&plugin));
+                    }
+                    let data = cur.rest();
+                    let scramble = data.strip_suffix(&[0]).unwrap_or(data);
+                    let auth = wire::native_password(password.as_bytes(), &scramble[..scramble.len().min(20)]);
+                    self.wbuf.clear();
+                    let start = wire::begin_packet(&mut self.wbuf);
+                    self.wbuf.extend_from_slice(&auth);
+                    seq = wire::end_packet(&mut self.wbuf, start, seq);
+                    self.send()?;
+                }
+                // More data for a plugin's own exchange (caching_sha2_password, ed25519, ...).
+                _ => return Err(self.unsupported(&plugin)),
+            }
+        }
+    }
+
+    #[cold]
+    fn unsupported(&mut self, plugin: &str) -> DbError {
+        self.closed = true;
+        DbError::Client(format!(
+            "the server asks for the authentication plugin {plugin}; this client speaks only {}",
+            wire::NATIVE_PASSWORD
+        ))
+    }
+
+    /// The error in an ERR packet; one the server closes the connection after closes it.
+    #[cold]
+    fn server_error(&mut self, p: &[u8]) -> DbError {
+        match wire::parse_err(p) {
+            Ok(e) => {
+                let fatal = e.fatal || self.lost.is_none();
+                let e = DbError::Server(e);
+                if fatal {
+                    self.close_after(&e);
+                }
+                e
+            }
+            Err(e) => self.broken(e),
+        }
+    }
+
+    /// Marks the connection unusable after an I/O or protocol error.
+    #[cold]
+    fn broken(&mut self, e: io::Error) -> DbError {
+        let e = DbError::io(e);
+        self.close_after(&e);
+        e
+    }
+
+    /// Marks the connection unusable after `e`. An established connection is recorded as lost,
+    /// once: `closed` stays set, and a closed connection sends nothing more. Only failures come
+    /// here, so the record (a lock, the reason's text) costs a healthy query nothing.
+    #[cold]
+    fn close_after(&mut self, e: &DbError) {
+        if !self.closed {
+            if let Some(lost) = self.lost {
+                lost.record(describe(e));
+            }
+        }
+        self.closed = true;
+    }
+
+    /// Sends the request in `wbuf`, in one write unless the kernel takes it in parts.
+    #[inline]
+    fn send(&mut self) -> Result<(), DbError> {
+        if self.closed {
+            return Err(DbError::Closed("the connection is closed".into()));
+        }
+        match self.stream.write_all(&self.wbuf) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.broken(e)),
+        }
+    }
+
+    /// Reads the reply to the command just sent. An error leaves the status as it was: the
+    /// transaction the session was in is still to be ended (a deadlock's rollback included).
+    #[inline]
+    fn finish(&mut self) -> Result<Outcome, DbError> {
+        self.reply.clear();
+        if let Err(e) = self.reader.reply(&mut self.stream, self.mode, &mut self.reply) {
+            return Err(self.broken(e));
+        }
+        if let Some(status) = self.reply.status {
+            self.status = status;
+        }
+        if let Some(e) = self.reply.error.take() {
+            return Err(self.failed(e));
+        }
+        Ok(Outcome { rows: self.reply.rows, affected: self.reply.affected })
+    }
+
+    #[cold]
+    fn failed(&mut self, e: ServerError) -> DbError {
+        let fatal = e.fatal;
+        let e = DbError::Server(e);
+        if fatal {
+            self.close_after(&e);
+        }
+        e
+    }
+
+    /// Prepares one statement, replacing one of the same name.
+    fn prepare_one(&mut self, name: &str, sql: &str) -> Result<(), DbError> {
+        if let Some(old) = self.statements.remove(name) {
+            // No reply comes to COM_STMT_CLOSE.
+            wire::command(wire::COM_STMT_CLOSE, &old.id.to_le_bytes(), &mut self.wbuf);
+            self.send()?;
+        }
+        wire::command(wire::COM_STMT_PREPARE, sql.as_bytes(), &mut self.wbuf);
+        self.send()?;
+        match self.reader.prepare_reply(&mut self.stream, self.mode) {
+            Ok(Ok(stmt)) => {
+                self.statements.insert(name.to_string(), stmt);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(self.failed(e)),
+            Err(e) => Err(self.broken(e)),
+        }
+    }
+
+    /// The server forgets nothing when an execution fails, but types it may not have taken are
+    /// sent again with the next one, to be sure.
+    #[cold]
+    fn forget_types(&mut self, statement: &str) {
+        if let Some(s) = self.statements.get_mut(statement) {
+            s.types.clear();
+        }
+    }
+}
+
+impl Session for Conn {
+    /// Prepares named statements, (name, SQL) each: one COM_STMT_PREPARE round trip each; the
+    /// parameter and column definitions are read and dropped.
+    fn prepare(&mut self, statements: &[(&str, &str)]) -> Result<(), DbError> {
+        for (name, sql) in statements {
+            self.prepare_one(name, sql)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a prepared statement: one COM_STMT_EXECUTE, then its reply, rows counted, not decoded.
+    #[inline]
+    fn execute<'a, P: Param + 'a>(
+        &mut self,
+        statement: &str,
+        params: impl IntoIterator<Item = &'a P>,
+    ) -> Result<Outcome, DbError> {
+        let Some(stmt) = self.statements.get_mut(statement) else {
+            return Err(DbError::Client(format!("no prepared statement named {statement}")));
+        };
+        wire::execute(stmt, params, &mut self.wbuf).map_err(DbError::client)?;
+        self.send()?;
+        let r = self.finish();
+        if matches!(r, Err(DbError::Server(_))) {
+            self.forget_types(statement);
+        }
+        r
+    }
+
+    /// Runs SQL with COM_QUERY (text protocol): rows of every result add up, `affected` is the last
+    /// result's.
+    #[inline]
+    fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.wbuf);
+        self.send()?;
+        self.finish()
+    }
+
+    /// Runs one query with COM_QUERY and returns its rows as text (NULL as None).
+    fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.wbuf);
+        self.send()?;
+        match self.reader.text_rows(&mut self.stream, self.mode, &mut self.status) {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => Err(self.failed(e)),
+            Err(e) => Err(self.broken(e)),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Inside a transaction (the last OK or EOF said so).
+    fn in_transaction(&self) -> bool {
+        self.status & wire::SERVER_STATUS_IN_TRANS != 0
+    }
+}
+
+impl Drop for Conn {
+    /// Says goodbye (COM_QUIT), so the server does not count an aborted connection.
+    fn drop(&mut self) {
+        if !self.closed {
+            wire::command(wire::COM_QUIT, &[], &mut self.wbuf);
+            let _ = self.stream.write_all(&self.wbuf);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::tests::{
+        binary_row, err, greeting, ok, packet, reply_of, result_set, result_set_with, text_row, MARIADB,
+    };
+    use super::super::wire::{CLIENT_CONNECT_WITH_DB, COM_STMT_EXECUTE, SERVER_STATUS_IN_TRANS};
+    use super::*;
+    use crate::driver::error_kind;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    use std::thread;
+    use std::time::Instant;
+
+    /// Reads one client packet: (sequence id, payload).
+    fn read_packet(s: &mut UnixStream) -> (u8, Vec<u8>) {
+        let mut h = [0u8; 4];
+        s.read_exact(&mut h).unwrap();
+        let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+        let mut p = vec![0; len];
+        s.read_exact(&mut p).unwrap();
+        (h[3], p)
+    }
+
+    /// The auth response in a HandshakeResponse41 from this client, and its database.
+    fn auth_of(response: &[u8]) -> (Vec<u8>, String) {
+        let caps = u32::from_le_bytes(response[..4].try_into().unwrap());
+        // The one MariaDB extension asked for: cached metadata.
+        assert_eq!(response[28..32], [0x10, 0, 0, 0]);
+        let mut c = wire::Cursor::new(&response[32..]);
+        assert_eq!(c.nul_str(), b"bob");
+        let n = c.u8().unwrap() as usize;
+        let auth = c.bytes(n).unwrap().to_vec();
+        assert!(caps & CLIENT_CONNECT_WITH_DB != 0);
+        let db = String::from_utf8(c.nul_str().to_vec()).unwrap();
+        assert_eq!(c.nul_str(), wire::NATIVE_PASSWORD.as_bytes());
+        (auth, db)
+    }
+
+    /// A fake server: greeting and native authentication, then scripted answers, one per command;
+    /// returns its end of the socket, still open.
+    fn serve(mut s: UnixStream, answers: Vec<Vec<u8>>) -> UnixStream {
+        s.write_all(&packet(0, &greeting(wire::NATIVE_PASSWORD))).unwrap();
+        let (seq, response) = read_packet(&mut s);
+        assert_eq!(seq, 1);
+        let (auth, db) = auth_of(&response);
+        assert_eq!(auth, wire::native_password(b"secret", b"abcdefghijklmnopqrst"));
+        assert_eq!(db, "db");
+        s.write_all(&packet(2, &ok(0, 2))).unwrap();
+        for answer in answers {
+            // Prepares are answered after their COM_STMT_PREPARE; a COM_STMT_CLOSE gets nothing.
+            loop {
+                let (seq, p) = read_packet(&mut s);
+                assert_eq!(seq, 0);
+                if p[0] != wire::COM_STMT_CLOSE {
+                    break;
+                }
+            }
+            // Answer in two writes, split inside a packet.
+            let half = answer.len() / 2;
+            s.write_all(&answer[..half]).unwrap();
+            s.write_all(&answer[half..]).unwrap();
+        }
+        s
+    }
+
+    fn prepared(id: u32, params: u16) -> Vec<u8> {
+        let mut head = vec![wire::OK];
+        head.extend_from_slice(&id.to_le_bytes());
+        head.extend_from_slice(&[0, 0]);
+        head.extend_from_slice(&params.to_le_bytes());
+        head.extend_from_slice(&[0, 0, 0]);
+        let defs: Vec<Vec<u8>> = (0..params).map(|_| wire::tests::column_def("?")).collect();
+        reply_of(&[vec![head], defs].concat())
+    }
+
+    #[test]
+    fn a_session_against_a_fake_server() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let select = reply_of(&result_set(&[binary_row(b"a"), binary_row(b"b")], 2, MARIADB));
+        // The next execution's reply without the column definitions (cached metadata).
+        let again = reply_of(&result_set_with(&[binary_row(b"c")], 2, MARIADB, false));
+        let deadlock = reply_of(&[err(1213, "40001", "Deadlock found when trying to get lock")]);
+        let script = vec![
+            prepared(3, 1),
+            select,
+            again,
+            reply_of(&[ok(0, SERVER_STATUS_IN_TRANS | 2)]),
+            reply_of(&[ok(4, SERVER_STATUS_IN_TRANS | 2)]),
+            deadlock,
+            reply_of(&[ok(0, 2)]),
+            reply_of(&result_set(&[text_row(&[Some("pi1")]), text_row(&[None])], 2, MARIADB)),
+            reply_of(&[err(1927, "70100", "Connection was killed")]),
+        ];
+        let fake = thread::spawn(move || serve(server, script));
+        // Each test records losses in its own registry: the process-wide one is shared by the test threads.
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.prepare(&[("s1", "SELECT c FROM t WHERE id=?")]).unwrap();
+        assert_eq!(c.execute("s1", &[7i64]).unwrap(), Outcome { rows: 2, affected: 2 });
+        assert_eq!(c.execute("s1", &[6i64]).unwrap(), Outcome { rows: 1, affected: 1 });
+        assert!(!c.in_transaction());
+        c.begin().unwrap();
+        assert!(c.in_transaction());
+        assert_eq!(c.simple("UPDATE t SET k=k+1").unwrap(), Outcome { rows: 0, affected: 4 });
+        let e = c.execute("s1", &[8i64]).unwrap_err();
+        assert_eq!(error_kind(&e), "mysql_1213");
+        assert_eq!(describe(&e), "MYSQL_1213: (40001) Deadlock found when trying to get lock");
+        // The error leaves the transaction to be rolled back.
+        assert!(c.in_transaction() && !c.is_closed());
+        c.rollback().unwrap();
+        assert!(!c.in_transaction());
+        assert_eq!(c.rows("SELECT 1").unwrap(), [vec![Some("pi1".to_string())], vec![None]]);
+        assert!(matches!(c.execute("nope", &[1i64]), Err(DbError::Client(_))));
+        assert!(matches!(c.execute("s1", &[1i64, 2]), Err(DbError::Client(_))));
+        let e = c.execute("s1", &[9i64]).unwrap_err();
+        assert_eq!(error_kind(&e), "mysql_1927");
+        assert!(c.is_closed());
+        drop(fake.join().unwrap());
+        let e = c.simple("SELECT 1").unwrap_err();
+        assert_eq!(error_kind(&e), "connection-closed");
+        // The kill lost the connection, once; the error after it is no second loss.
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 1);
+        assert_eq!(LOST_HERE.ended_early(Instant::now()).unwrap().reason, "MYSQL_1927: (70100) Connection was killed");
+    }
+
+    #[test]
+    fn types_go_again_after_a_failed_execution() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![prepared(1, 1), reply_of(&[ok(1, 2)])]);
+            let mut bound = Vec::new();
+            for answer in [err(1205, "HY000", "Lock wait timeout exceeded"), ok(1, 2), ok(1, 2)] {
+                let (_, p) = read_packet(&mut s);
+                assert_eq!(p[0], COM_STMT_EXECUTE);
+                bound.push(p[11]);
+                s.write_all(&reply_of(&[answer])).unwrap();
+            }
+            (s, bound)
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.prepare(&[("d", "DELETE FROM t WHERE id=?")]).unwrap();
+        c.execute("d", &[1i64]).unwrap();
+        assert!(c.execute("d", &[1i64]).is_err());
+        c.execute("d", &[1i64]).unwrap();
+        c.execute("d", &[1i64]).unwrap();
+        let (_s, bound) = fake.join().unwrap();
+        // Sent with types first (not seen here), then without, then with them again after the error.
+        assert_eq!(bound, [0, 1, 0]);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn a_connection_the_server_drops_mid_session_is_lost() {
+        static LOST_HERE: Lost = Lost::new();
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![reply_of(&[ok(0, 2)])]);
+            // The next command is read and never answered: the server is gone (killed, say).
+            assert_eq!(read_packet(&mut s).1[0], wire::COM_QUERY);
+        });
+        let t0 = Instant::now();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.simple("SELECT 1").unwrap();
+        assert_eq!(LOST_HERE.count(), 0);
+        let e = c.simple("SELECT 2").unwrap_err();
+        fake.join().unwrap();
+        assert_eq!(error_kind(&e), "connection-closed");
+        assert!(c.is_closed());
+        // Later failures of the same connection are not new losses.
+        assert!(c.simple("SELECT 3").is_err());
+        assert!(c.rows("SELECT 4").is_err());
+        assert!(c.execute("s", &[1i64]).is_err());
+        drop(c);
+        let early = LOST_HERE.ended_early(t0).unwrap();
+        assert_eq!(early.connections_lost, 1);
+        assert_eq!(early.reason, "connection closed: the server closed the connection");
+    }
+
+    #[test]
+    fn a_normal_end_an_error_and_a_failed_start_are_no_losses() {
+        static LOST_HERE: Lost = Lost::new();
+        let (client, server) = UnixStream::pair().unwrap();
+        let missing = reply_of(&[err(1146, "42S02", "Table 'db.t' doesn't exist")]);
+        let fake = thread::spawn(move || serve(server, vec![reply_of(&[ok(0, 2)]), missing]));
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.simple("SELECT 1").unwrap();
+        // An ERR leaves the session usable.
+        assert_eq!(error_kind(&c.rows("SELECT * FROM t").unwrap_err()), "mysql_1146");
+        assert!(!c.is_closed());
+        let mut s = fake.join().unwrap();
+        // The end of a step: the client says goodbye (COM_QUIT), and nothing is lost.
+        drop(c);
+        assert_eq!(read_packet(&mut s), (0, vec![wire::COM_QUIT]));
+        drop(s);
+        // A connect that fails, on a closed socket or an ERR during the handshake, is an error of its own.
+        let (client, server) = UnixStream::pair().unwrap();
+        drop(server);
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(error_kind(&e), "connection-closed", "{e:?}");
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            server.write_all(&packet(0, &greeting(wire::NATIVE_PASSWORD))).unwrap();
+            read_packet(&mut server);
+            let denied = "Access denied for user 'bob'@'localhost' (using password: YES)";
+            server.write_all(&packet(2, &err(1045, "28000", denied))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(describe(&e), "MYSQL_1045: (28000) Access denied for user 'bob'@'localhost' (using password: YES)");
+        drop(fake.join().unwrap());
+        // Refused before the greeting.
+        let (client, mut server) = UnixStream::pair().unwrap();
+        server.write_all(&packet(0, &[0xFF, 0x10, 0x04, b'T', b'o', b'o'])).unwrap();
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(error_kind(&e), "mysql_1040");
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn the_server_may_switch_to_native_password_and_to_nothing_else() {
+        // A greeting that names another plugin; the account then asks for native with a new scramble.
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            server.write_all(&packet(0, &greeting("client_ed25519"))).unwrap();
+            let (_, response) = read_packet(&mut server);
+            assert_eq!(auth_of(&response).0, wire::native_password(b"secret", b"abcdefghijklmnopqrst"));
+            let mut switch = vec![wire::EOF];
+            switch.extend_from_slice(b"mysql_native_password\0");
+            switch.extend_from_slice(b"ABCDEFGHIJKLMNOPQRST\0");
+            server.write_all(&packet(2, &switch)).unwrap();
+            let (seq, auth) = read_packet(&mut server);
+            assert_eq!((seq, auth), (3, wire::native_password(b"secret", b"ABCDEFGHIJKLMNOPQRST")));
+            server.write_all(&packet(4, &ok(0, 2))).unwrap();
+            server
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert!(!c.is_closed());
+        let s = fake.join().unwrap();
+        drop(c);
+        drop(s);
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            server.write_all(&packet(0, &greeting(wire::NATIVE_PASSWORD))).unwrap();
+            read_packet(&mut server);
+            let mut switch = vec![wire::EOF];
+            switch.extend_from_slice(b"client_ed25519\0");
+            switch.extend_from_slice(&[7; 32]);
+            server.write_all(&packet(2, &switch)).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(
+            describe(&e),
+            "the server asks for the authentication plugin client_ed25519; this client speaks only mysql_native_password"
+        );
+        drop(fake.join().unwrap());
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+}
