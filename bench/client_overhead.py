@@ -1,18 +1,21 @@
-"""How much a load client costs the host: dbsweep-load against sysbench and pgbench on the same work.
+"""How much a load client costs the host: dbsweep-load against sysbench (and, on Postgres, pgbench) on the
+same work.
 
-One Postgres 15 (Debian's), one sbtest table loaded once. For each round the clients run
+One server from Debian's packages (`--engine postgres`: Postgres 15 with cx10a_c2r24; `--engine mariadb`:
+MariaDB 10.11 with InnoDB, cz12a_c2r24), one sbtest table loaded once. For each round the clients run
 interleaved (the order alternates every round), at 1 and 2 client threads:
   dbsweep-load point-query        vs  sysbench oltp_point_select   vs  pgbench -M prepared (same SELECT)
   dbsweep-load read-only, range 100  vs  sysbench oltp_read_only --range_size=100
   dbsweep-load update-nonindex    vs  sysbench oltp_update_non_index
 Client CPU is the client process's own user+system time (from wait4), divided by the queries it ran.
-It also runs bench/floor_client.c (compiled here against libpq): the cheapest closed-loop client,
-which sends pre-built requests and only finds each reply's end. Its CPU per query is the floor that
-the kernel's loopback send/receive and wake-ups put under any client of this machine.
+On Postgres it also runs bench/floor_client.c (compiled here against libpq): the cheapest closed-loop
+client, which sends pre-built requests and only finds each reply's end. Its CPU per query is the floor
+that the kernel's loopback send/receive and wake-ups put under any client of this machine.
 Prints medians over the rounds, with paired 95 % intervals (rounds as pairs) for the ratios to
 sysbench and to the floor; no assertions (this is a measurement, not a test).
 
     .venv/bin/python bench/client_overhead.py --rounds 3 --seconds 20
+    .venv/bin/python bench/client_overhead.py --engine mariadb --rounds 3 --seconds 20
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from pathlib import Path
 import psutil
 
 from dbsweep import loadclient, paths, procs
-from dbsweep.engines import postgres
+from dbsweep.engines.base import Access, Instance
+from dbsweep.engines.registry import engine_named
 from dbsweep.verdicts import stats
 
 ROWS = 100_000
@@ -96,15 +100,40 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, Usage, float]:
 
 
 TRANSPORT = "tcp"
+# The config each engine's server runs with.
+CONFIGS = {"postgres": "cx10a_c2r24", "mariadb": "cz12a_c2r24"}
 
 
-def _host(server: postgres.Server) -> str:
+@dataclass(frozen=True)
+class Endpoint:
+    """Where every tool connects: what dbsweep-load is given, read back for the other tools."""
+
+    engine: str
+    host: str  # 127.0.0.1, or the Unix socket (Postgres: its directory; MariaDB: the socket file)
+    port: int
+    user: str
+    dbname: str
+    password: str
+    access: Access
+
+
+def endpoint(engine: str, server: Instance) -> Endpoint:
     """Every tool reaches the server the same way: loopback TCP, or the server's Unix socket."""
-    return str(server.socket_dir) if TRANSPORT == "unix" else "127.0.0.1"
+    access = server.access(via_socket=TRANSPORT == "unix")
+    args = dict(zip(access.args[::2], access.args[1::2], strict=True))  # option, value pairs
+    return Endpoint(
+        engine,
+        args["--host"],
+        int(args["--port"]),
+        args["--user"],
+        args["--dbname"],
+        access.env["DBSWEEP_PASSWORD"],
+        access,
+    )
 
 
-def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clients: int, secs: int) -> Sample:
-    env = {**os.environ, "DBSWEEP_PASSWORD": server.password}
+def dbsweep_load(ep: Endpoint, workload: str, extra: list[str], clients: int, secs: int) -> Sample:
+    env = {**os.environ, **ep.access.env}
     cmd = [
         str(paths.load_binary()),
         "sysbench",
@@ -117,10 +146,7 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
         str(secs),
         "--warmup",
         "0",
-        "--host",
-        _host(server),
-        "--port",
-        str(server.port),
+        *ep.access.args,
         *extra,
     ]
     out, usage, rss = _run(cmd, env)
@@ -130,16 +156,32 @@ def dbsweep_load(server: postgres.Server, workload: str, extra: list[str], clien
     return _sample(queries / float(summary["seconds"]), queries, usage, rss)
 
 
-def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int, secs: int) -> Sample:
+def _sysbench_driver(ep: Endpoint) -> list[str]:
+    if ep.engine == "mariadb":
+        where = [f"--mysql-socket={ep.host}"] if ep.host.startswith("/") else [f"--mysql-host={ep.host}"]
+        return [
+            "--db-driver=mysql",
+            *where,
+            f"--mysql-port={ep.port}",
+            f"--mysql-user={ep.user}",
+            f"--mysql-password={ep.password}",
+            f"--mysql-db={ep.dbname}",
+        ]
+    return [
+        "--db-driver=pgsql",
+        f"--pgsql-host={ep.host}",
+        f"--pgsql-port={ep.port}",
+        f"--pgsql-user={ep.user}",
+        f"--pgsql-password={ep.password}",
+        f"--pgsql-db={ep.dbname}",
+    ]
+
+
+def sysbench(ep: Endpoint, test: str, extra: list[str], clients: int, secs: int) -> Sample:
     cmd = [
         "sysbench",
         test,
-        "--db-driver=pgsql",
-        f"--pgsql-host={_host(server)}",
-        f"--pgsql-port={server.port}",
-        f"--pgsql-user={postgres.DB_USER}",
-        f"--pgsql-password={server.password}",
-        f"--pgsql-db={postgres.DB_NAME}",
+        *_sysbench_driver(ep),
         "--tables=1",
         f"--table-size={ROWS}",
         f"--threads={clients}",
@@ -155,16 +197,16 @@ def sysbench(server: postgres.Server, test: str, extra: list[str], clients: int,
     return _sample(float(m.group(2)), int(m.group(1)), usage, rss)
 
 
-def pgbench(server: postgres.Server, clients: int, secs: int, script: Path) -> Sample:
-    env = {**os.environ, "PGPASSWORD": server.password}
+def pgbench(ep: Endpoint, clients: int, secs: int, script: Path) -> Sample:
+    env = {**os.environ, "PGPASSWORD": ep.password}
     cmd = [
         "pgbench",
         "-h",
-        _host(server),
+        ep.host,
         "-p",
-        str(server.port),
+        str(ep.port),
         "-U",
-        postgres.DB_USER,
+        ep.user,
         "-n",
         "-M",
         "prepared",
@@ -176,7 +218,7 @@ def pgbench(server: postgres.Server, clients: int, secs: int, script: Path) -> S
         str(clients),
         "-T",
         str(secs),
-        postgres.DB_NAME,
+        ep.dbname,
     ]
     out, usage, rss = _run(cmd, env)
     n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))  # type: ignore[union-attr]
@@ -198,14 +240,14 @@ def build_floor(home: Path) -> Path:
     return binary
 
 
-def floor(binary: Path, server: postgres.Server, workload: str, clients: int, secs: int) -> Sample:
+def floor(binary: Path, ep: Endpoint, workload: str, clients: int, secs: int) -> Sample:
     env = {
         **os.environ,
-        "PGHOST": _host(server),
-        "PGPORT": str(server.port),
-        "PGUSER": postgres.DB_USER,
-        "PGPASSWORD": server.password,
-        "PGDATABASE": postgres.DB_NAME,
+        "PGHOST": ep.host,
+        "PGPORT": str(ep.port),
+        "PGUSER": ep.user,
+        "PGPASSWORD": ep.password,
+        "PGDATABASE": ep.dbname,
     }
     out, usage, rss = _run([str(binary), workload, str(clients), str(secs), str(ROWS)], env)
     m = re.search(r"queries (\d+) seconds ([\d.]+)", out)
@@ -230,48 +272,53 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp", help="how all clients connect")
+    ap.add_argument("--engine", choices=sorted(CONFIGS), default="postgres", help="the server, from Debian's packages")
     args = ap.parse_args()
     global TRANSPORT
     TRANSPORT = args.transport
-    for tool in ("sysbench", "pgbench"):
+    postgres = args.engine == "postgres"
+    for tool in ("sysbench", "pgbench") if postgres else ("sysbench",):
         if shutil.which(tool) is None:
             raise SystemExit(
                 f"{tool} is not installed (apt-get install {tool if tool == 'sysbench' else 'postgresql-contrib'})"
             )
     home = Path(tempfile.mkdtemp(prefix="dbsweep-bench-", dir="/tmp"))
     home.chmod(0o755)
-    conf = (paths.configs_root() / "postgres" / "cx10a_c2r24.conf").read_text()
-    server = postgres.Server(
-        postgres.system_install("system"), home / "srv", "cx10a_c2r24", conf, user=postgres.server_user()
-    )
+    engine = engine_named(args.engine)
+    name = CONFIGS[args.engine]
+    conf = (paths.configs_root() / engine.name / f"{name}{engine.config_suffix}").read_text()
+    server = engine.instance(engine.system_install("system"), home / "srv", name, conf, user=engine.server_user())
     script = home / "point.sql"
     script.write_text(f"\\set id random(1, {ROWS})\nSELECT c FROM sbtest1 WHERE id=:id;\n")
     script.chmod(0o644)
-    floor_binary = build_floor(home)
+    floor_binary = build_floor(home) if postgres else None
     results: dict[tuple[str, str, int], list[Sample]] = {}
     try:
         with procs.cleanup_on_exit():
             server.init()
             server.start()
-            conn = loadclient.connection_to(server)
-            loadclient.run(["sysbench", "prepare", "--rows", str(ROWS)], conn, home / "prepare.log")
+            ep = endpoint(engine.name, server)
+            loadclient.run(["sysbench", "prepare", "--rows", str(ROWS)], ep.access, home / "prepare.log")
             for rnd in range(args.rounds):
-                for name, (wl, extra, sb_test, sb_extra, floor_wl) in WORKLOADS.items():
+                for wname, (wl, extra, sb_test, sb_extra, floor_wl) in WORKLOADS.items():
                     for clients in args.clients:
                         runs = [
-                            ("dbsweep-load", functools.partial(dbsweep_load, server, wl, extra, clients, args.seconds)),
-                            ("sysbench", functools.partial(sysbench, server, sb_test, sb_extra, clients, args.seconds)),
-                            ("floor", functools.partial(floor, floor_binary, server, floor_wl, clients, args.seconds)),
+                            ("dbsweep-load", functools.partial(dbsweep_load, ep, wl, extra, clients, args.seconds)),
+                            ("sysbench", functools.partial(sysbench, ep, sb_test, sb_extra, clients, args.seconds)),
                         ]
-                        if name == "point-query":
-                            runs.append(("pgbench", functools.partial(pgbench, server, clients, args.seconds, script)))
+                        if floor_binary is not None:
+                            runs.append(
+                                ("floor", functools.partial(floor, floor_binary, ep, floor_wl, clients, args.seconds))
+                            )
+                        if postgres and wname == "point-query":
+                            runs.append(("pgbench", functools.partial(pgbench, ep, clients, args.seconds, script)))
                         if rnd % 2:
                             runs.reverse()
                         for tool, fn in runs:
                             s = fn()
-                            results.setdefault((name, tool, clients), []).append(s)
+                            results.setdefault((wname, tool, clients), []).append(s)
                             print(
-                                f"round {rnd + 1} {name:22} c{clients} {tool:12} QPS {s.qps:9.0f}  "
+                                f"round {rnd + 1} {wname:22} c{clients} {tool:12} QPS {s.qps:9.0f}  "
                                 f"client CPU {s.cpu_us_per_query:6.2f} us/query ({s.sys_share:4.0%} sys, "
                                 f"{s.cs_per_query:4.2f} cs/query)  RSS {s.max_rss_mb:5.1f} MB",
                                 flush=True,
@@ -288,18 +335,18 @@ def main() -> None:
         f"{'workload':20} {'c':>1} {'tool':12} {'QPS':>7} {'CPU us/q':>8} {'sys':>4} {'cs/q':>4} {'RSS MB':>6} "
         f"{'QPS vs sysbench':>17} {'CPU vs sysbench':>17} {'CPU vs floor':>17}"
     )
-    for (name, tool, clients), samples in sorted(results.items()):
+    for (wname, tool, clients), samples in sorted(results.items()):
         qps = statistics.median(s.qps for s in samples)
         cpu = statistics.median(s.cpu_us_per_query for s in samples)
         sys_share = statistics.median(s.sys_share for s in samples)
         cs = statistics.median(s.cs_per_query for s in samples)
         rss = max(s.max_rss_mb for s in samples)
-        sb = results[(name, "sysbench", clients)]
-        fl = results[(name, "floor", clients)]
+        sb = results[(wname, "sysbench", clients)]
+        fl = results.get((wname, "floor", clients))
         print(
-            f"{name:20} {clients:1} {tool:12} {qps:7.0f} {cpu:8.2f} {sys_share:4.0%} {cs:4.2f} {rss:6.1f} "
+            f"{wname:20} {clients:1} {tool:12} {qps:7.0f} {cpu:8.2f} {sys_share:4.0%} {cs:4.2f} {rss:6.1f} "
             f"{_vs(samples, sb, 'qps'):>17} {_vs(samples, sb, 'cpu_us_per_query'):>17} "
-            f"{_vs(samples, fl, 'cpu_us_per_query'):>17}"
+            f"{_vs(samples, fl, 'cpu_us_per_query') if fl else '-':>17}"
         )
 
 

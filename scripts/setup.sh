@@ -23,6 +23,8 @@ packages=(
   valgrind                                                      # instruction counts per operation
   linux-perf                                                    # sampled CPU profiles and flame graphs
   libsqlite3-0 sqlite3 tcl                                      # SQLite: Debian's library and shell; tclsh makes the amalgamation
+  mariadb-server mariadb-client mariadb-plugin-rocksdb          # MariaDB: Debian's server, its tools, MyRocks
+  cmake libpcre2-dev libfmt-dev                                 # building MariaDB from source (else it downloads PCRE2, {fmt})
   chromium fonts-dejavu-core                                    # the HTML report's test renders it headless
 )
 missing=()
@@ -35,8 +37,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   mkdir -p /etc/postgresql-common/createcluster.d
   echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/dbsweep.conf
   export DEBIAN_FRONTEND=noninteractive
+  # Nor does the MariaDB package's server start (dbsweep starts its own): a policy that refuses every service
+  # start for the install, only where the machine has none of its own (a container's), removed after it.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=
+  if [ ! -e "$policy" ]; then
+    own_policy=1
+    trap 'rm -f "$policy"' EXIT  # also when the install fails
+    printf '#!/bin/sh\n# written by dbsweep setup.sh for the install; removed after it\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$own_policy" ]; then rm -f "$policy"; trap - EXIT; fi
+  # Not at the next boot either, where systemd runs the machine.
+  if [ -d /run/systemd/system ] && systemctl is-enabled --quiet mariadb.service 2>/dev/null; then
+    systemctl disable --now --quiet mariadb.service
+  fi
 fi
 
 if ! getent passwd dbsweep >/dev/null; then

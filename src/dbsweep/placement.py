@@ -9,6 +9,7 @@ trip no longer waits for the other vCPU to wake up).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Literal
@@ -48,13 +49,18 @@ def assign(placement: Placement, available: set[int] | None = None) -> Cpus:
 
 
 def pin_tree(pid: int, cpus: frozenset[int]) -> int:
-    """Pins a process and its current descendants; backends forked later inherit the postmaster's mask.
+    """Pins a process and its current descendants, every thread of each; backends forked later inherit the
+    postmaster's mask, and threads started later their creator's.
     Returns how many processes were pinned."""
     pinned = 0
     root = psutil.Process(pid)
     for p in [root, *root.children(recursive=True)]:
         try:
             p.cpu_affinity(sorted(cpus))
+            # A threaded server's threads each have their own mask: the call above set only the main thread's.
+            for t in p.threads():
+                with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
+                    os.sched_setaffinity(t.id, cpus)
             pinned += 1
         except psutil.NoSuchProcess:
             continue  # exited meanwhile

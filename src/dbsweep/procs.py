@@ -59,16 +59,17 @@ def spawn(
     cwd: Path | None = None,
     text: bool = False,
     cpus: frozenset[int] | None = None,
+    stdin: int | IO[Any] = subprocess.DEVNULL,
 ) -> subprocess.Popen[Any]:
     """Starts a child in its own session (so Ctrl-C reaches dbsweep, which stops it in order),
-    optionally pinned to `cpus`."""
+    optionally pinned to `cpus`; it reads nothing unless given a `stdin`."""
     kwargs: dict[str, Any] = {}
     if user is not None and os.geteuid() == 0:
         pw = pwd.getpwnam(user)
         kwargs.update(user=pw.pw_uid, group=pw.pw_gid, extra_groups=[])
     proc = subprocess.Popen(
         [str(a) for a in args],
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=stdout,
         stderr=stderr,
         env=env,
@@ -129,10 +130,16 @@ def stop_all() -> None:
 
 
 def run_as(
-    args: Sequence[str | Path], *, user: str | None, env: dict[str, str] | None = None, timeout: float = 600
+    args: Sequence[str | Path],
+    *,
+    user: str | None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    stdin: int | IO[Any] = subprocess.DEVNULL,
 ) -> subprocess.CompletedProcess[str]:
-    """Runs a short command to completion (initdb and the like), as `user` when root."""
-    proc = spawn(args, user=user, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    """Runs a short command to completion (initdb and the like), as `user` when root, reading `stdin` (an open
+    file: what it reads is never on a command line)."""
+    proc = spawn(args, user=user, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, stdin=stdin)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except BaseException:

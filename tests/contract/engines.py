@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -76,8 +77,12 @@ class Support(ABC):
     constants_as_parameters: ClassVar[bool] = True
     # The fields the engine adds to every step's `detail`, beside the suite's own.
     engine_detail: ClassVar[frozenset[str]] = frozenset()
-    # Whether a CHAR(n) column gives its values back blank-padded to n (SQL's char; SQLite keeps the text).
+    # Whether a CHAR(n) column gives its values back blank-padded to n (SQL's char; SQLite keeps the text, MariaDB
+    # strips the blanks it padded with).
     char_padded: ClassVar[bool] = True
+    # Whether each connection is served by a process of its own (a backend) that can be killed alone, and the
+    # server then crash-restarts; a threaded server (MariaDB) serves every connection in its one process.
+    backend_processes: ClassVar[bool] = True
 
     @property
     def engine(self) -> Engine:
@@ -620,4 +625,260 @@ class SqliteSupport(Support):
         return []  # Sqlite.stop_stale has no PID file to set aside
 
 
-SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport())}
+class MariadbSupport(Support):
+    """MariaDB, a server of one process (threads): the tests reach it with PyMySQL over loopback TCP as the
+    instance's own user. No backend process to kill alone and no crash restart (without mysqld_safe nothing
+    restarts it: a crash is a server that died). Statements are recorded by the slow query log with
+    long_query_time = 0 into its table (mysql.slow_log): every statement with its database and the rows it
+    sent or changed, a prepared statement's with its parameters' values, which the capture writes `?` as
+    pg_stat_statements does. The general log (`log_connections`) goes into the server's log file, where the
+    connection test reads it."""
+
+    name = "mariadb"
+    configs = ("cz12a_c2r24", "za4_c2r24")
+    small_config = "innodb_buffer_pool_size = 128M\n"
+    small_setting = "innodb_buffer_pool_size"
+    # An unsigned option given a negative value: the server says so before it opens its log (on stderr, which
+    # dbsweep sends to the log too), and stops.
+    out_of_range = (
+        "max_connections = -5\n",
+        ("Incorrect unsigned value: '-5' for max_connections", "Error while setting value '-5' to 'max_connections'"),
+    )
+    bad_value = (
+        "# a value the server rejects at start\ninnodb_buffer_pool_size = lots\n",
+        ("Error while setting value 'lots' to 'innodb-buffer-pool-size'",),
+    )
+    killed_backend = ""
+    crash_restart_words = ()
+    died_words = ("the server died during the step", "killed by SIGKILL")
+    process_name = "mariadbd"
+    min_processes = 1  # one process; its threads serve the connections and do the background work
+    auth_failure = "Access denied for user"
+    # The general log, into the server's log file (a relative name is the data directory's: home/data).
+    log_connections = "general_log = ON\ngeneral_log_file = ../server.log\n"
+    local_connection = "@localhost on dbsweep using Socket"
+    tcp_connection = "using TCP/IP"
+    statements_config = small_config + "slow_query_log = ON\nlong_query_time = 0\nlog_output = TABLE\n"
+    ibench_types: ClassVar[dict[str, str]] = {
+        "transactionid": "bigint(20)",
+        "dateandtime": "datetime",
+        "cashregisterid": "int(11)",
+        "customerid": "int(11)",
+        "productid": "int(11)",
+        "price": "int(11)",
+        "data": "varchar(4000)",
+    }
+    ibench_sql: ClassVar[dict[str, str | None]] = {
+        "alter_sequence": None,  # AUTO_INCREMENT hands out ids one by one: nothing to set
+        "delete": "DELETE FROM pi1 WHERE transactionid >= ",
+    }
+    check_violation = ("mysql_4025", "CONSTRAINT `cheap` failed")
+    has_id_cache = False
+    char_padded = False
+    backend_processes = False
+
+    @staticmethod
+    def _server(instance: Instance) -> Any:
+        from dbsweep.engines.mariadb import Server
+
+        assert isinstance(instance, Server)
+        return instance
+
+    @contextlib.contextmanager
+    def _connect(self, instance: Instance, database: str | None = None) -> Iterator[Any]:
+        from dbsweep.engines.mariadb import DB_NAME
+
+        c = self._server(instance).connect(database or DB_NAME)
+        try:
+            yield c
+        finally:
+            c.close()
+
+    def query(
+        self, instance: Instance, sql: str, params: Sequence[Any] = (), database: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        with self._connect(instance, database) as c, c.cursor() as cur:
+            cur.execute(sql, tuple(params) if params else None)
+            return [tuple(r) for r in cur.fetchall()] if cur.description is not None else []
+
+    @staticmethod
+    def _placeholders(sql: str) -> str:
+        # The load client's placeholders are `?`; PyMySQL takes %s (and a literal % doubled).
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def client_sql(self, instance: Instance, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self.query(instance, self._placeholders(sql), params)
+
+    def plan(self, instance: Instance, sql: str, params: Sequence[Any]) -> str:
+        rows = self.query(instance, "EXPLAIN " + self._placeholders(sql), params)
+        return "\n".join(" ".join(str(v) for v in r) for r in rows)
+
+    def create_database(self, instance: Instance, name: str) -> None:
+        self.query(instance, f"CREATE DATABASE {name}")
+
+    def checkpoint(self, instance: Instance) -> None:
+        """Every dirty page written back: the page cleaner, with no dirty pages allowed, until none is left."""
+        with self._connect(instance) as c, c.cursor() as cur:
+            cur.execute("SELECT @@innodb_max_dirty_pages_pct, @@innodb_max_dirty_pages_pct_lwm")
+            ((pct, lwm),) = cur.fetchall()
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+            try:
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                    if int(cur.fetchall()[0][1]) == 0:
+                        break
+                    time.sleep(0.1)
+                else:
+                    raise AssertionError("InnoDB kept dirty pages for 120 s")
+            finally:
+                cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(pct)}")
+                cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct_lwm = {float(lwm)}")
+            cur.execute("SELECT 1 FROM information_schema.ENGINES WHERE ENGINE = 'ROCKSDB' AND SUPPORT <> 'NO'")
+            if cur.fetchall():  # MyRocks's memtables too, when it is loaded
+                cur.execute("SET GLOBAL rocksdb_force_flush_memtable_now = 1")
+
+    def indexes(self, instance: Instance, table: str) -> dict[str, tuple[str, ...]]:
+        rows = self.query(
+            instance,
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            (table,),
+        )
+        out: dict[str, tuple[str, ...]] = {}
+        for index, column in rows:
+            out[str(index)] = (*out.get(str(index), ()), str(column))
+        return out
+
+    def primary_key(self, table: str) -> str:
+        return "PRIMARY"
+
+    def column_types(self, instance: Instance, table: str) -> dict[str, str]:
+        rows = self.query(
+            instance,
+            "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            (table,),
+        )
+        return {str(n): str(t) for n, t in rows}
+
+    def columns(self, instance: Instance, table: str, database: str | None = None) -> list[tuple[Any, ...]]:
+        return self.query(
+            instance,
+            "SELECT COLUMN_NAME, COLUMN_TYPE, CHARACTER_MAXIMUM_LENGTH, IS_NULLABLE, COALESCE(COLUMN_DEFAULT, ''), "
+            "EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s "
+            "ORDER BY ORDINAL_POSITION",
+            (table,),
+            database,
+        )
+
+    def index_definitions(self, instance: Instance, table: str, database: str | None = None) -> list[str]:
+        rows = self.query(
+            instance,
+            "SELECT INDEX_NAME, NON_UNIQUE, INDEX_TYPE, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) "
+            "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s "
+            "GROUP BY INDEX_NAME, NON_UNIQUE, INDEX_TYPE",
+            (table,),
+            database,
+        )
+        out = []
+        for name, non_unique, kind, cols in rows:
+            what = "PRIMARY KEY" if name == "PRIMARY" else "INDEX" if non_unique else "UNIQUE INDEX"
+            out.append(f"{what} USING {kind} ({cols})")
+        return sorted(out)
+
+    def id_cache(self, instance: Instance, table: str) -> int:
+        """AUTO_INCREMENT takes each id from the table's counter as a row is inserted: no cache (1)."""
+        return 1
+
+    def add_check(self, instance: Instance, table: str, name: str, predicate: str) -> None:
+        """With check_constraint_checks off in the session that adds it, the rows already there are not checked
+        (as Postgres's NOT VALID); new rows are."""
+        with self._connect(instance) as c, c.cursor() as cur:
+            cur.execute("SET SESSION check_constraint_checks = OFF")
+            cur.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({predicate})")
+
+    def drop_check(self, instance: Instance, table: str, name: str) -> None:
+        self.query(instance, f"ALTER TABLE {table} DROP CONSTRAINT {name}")
+
+    @contextlib.contextmanager
+    def session(self, instance: Instance) -> Iterator[int]:
+        """A connection; a thread of the server's one process serves it, so the pid is the server's."""
+        with self._connect(instance) as c, c.cursor() as cur:
+            cur.execute("SELECT 1")
+            pid = instance.pid
+            assert pid is not None
+            yield pid
+
+    # The slow query log's table, every statement with long_query_time = 0 (statements_config).
+
+    def start_capture(self, instance: Instance) -> None:
+        self.reset_statements(instance)
+
+    def reset_statements(self, instance: Instance) -> None:
+        self.query(instance, "TRUNCATE TABLE mysql.slow_log")
+
+    # A literal as the log writes a prepared statement's parameter, or the client's constant: a quoted string,
+    # a number (not a digit inside a name such as sbtest1).
+    _LITERAL = re.compile(r"'(?:[^'\\]|\\.|'')*'|(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
+
+    def statements(self, instance: Instance, database: str | None = None) -> list[tuple[str, int, int]]:
+        """The slow log's statements in `database` merged per text with every literal written `?`; the capture's
+        own queries and the sessions' housekeeping (SET, SHOW, catalog lookups) are left out."""
+        from dbsweep.engines.mariadb import DB_NAME
+
+        rows = self.query(
+            instance,
+            "SELECT sql_text, rows_sent, rows_affected FROM mysql.slow_log WHERE db = %s",
+            (database or DB_NAME,),
+        )
+        merged: dict[str, tuple[int, int]] = {}
+        for text, sent, affected in rows:
+            sql = text.decode() if isinstance(text, bytes) else str(text)
+            if "slow_log" in sql or self.housekeeping(sql):
+                continue
+            key = self._LITERAL.sub("?", sql.strip())
+            calls, n = merged.get(key, (0, 0))
+            merged[key] = (calls + 1, n + int(sent) + int(affected))
+        return [(q, calls, n) for q, (calls, n) in merged.items()]
+
+    def housekeeping(self, text: str) -> bool:
+        return (
+            re.search(
+                r"^\s*(?:(?:SET|SHOW|USE)\b|SELECT\s+(?:@@|DATABASE\(\)|VERSION\(\)))|information_schema",
+                text,
+                re.IGNORECASE,
+            )
+            is not None
+        )
+
+    def wrong_password(self, access: Access) -> Access:
+        return Access(list(access.args), {**access.env, "DBSWEEP_PASSWORD": "wrong"})
+
+    def sysbench_driver(self, instance: Instance, database: str) -> list[str] | None:
+        from dbsweep.engines.mariadb import DB_USER
+
+        server = self._server(instance)
+        # sysbench takes the password only as an option; this is a throwaway test server on loopback.
+        return [
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            f"--mysql-port={server.port}",
+            f"--mysql-user={DB_USER}",
+            f"--mysql-password={server.password}",
+            f"--mysql-db={database}",
+        ]
+
+    def pidfile(self, datadir: Path) -> Path:
+        return datadir / "mariadbd.pid"
+
+    def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
+        """The server writes its PID alone (no start time: stop_stale reads where the process runs)."""
+        self.pidfile(datadir).write_text(f"{pid}\n")
+
+    def set_aside(self, datadir: Path) -> list[Path]:
+        return sorted(datadir.glob("mariadbd.pid.stale-*"))
+
+
+SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport(), MariadbSupport())}

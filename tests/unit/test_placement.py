@@ -45,6 +45,25 @@ def test_spawned_child_and_a_whole_tree_are_pinned() -> None:
             procs.terminate(pinned_child)
 
 
+def test_every_thread_of_a_threaded_server_is_pinned() -> None:
+    """A threaded server (MariaDB) runs its background work in threads that exist before the pinning: a mask
+    set on the process alone would leave them where they were."""
+    cpu = max(os.sched_getaffinity(0))
+    code = "import threading, time\nfor _ in range(3): threading.Thread(target=time.sleep, args=(30,)).start()\n"
+    with procs.cleanup_on_exit():
+        server = procs.spawn([sys.executable, "-c", code])
+        try:
+            proc = psutil.Process(server.pid)
+            deadline = time.monotonic() + 10
+            while proc.num_threads() < 4 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert placement.pin_tree(server.pid, frozenset({cpu})) == 1
+            threads = [t.id for t in proc.threads()]
+            assert len(threads) == 4 and all(os.sched_getaffinity(t) == {cpu} for t in threads)
+        finally:
+            procs.terminate(server)
+
+
 def test_bad_placement_is_a_study_error(tmp_path: Path) -> None:
     study = write_study(tmp_path)
     study.write_text(study.read_text() + '\n[measure]\nplacement = "numa"\n')

@@ -26,12 +26,14 @@ Four build systems fit it:
   directory (a VPATH build: one unpacked tree serves every variant), `make -jN`, `make install DESTDIR=..`
   plus the contrib modules the benchmarks need; artefact `bin/postgres`; `pg_config` is the probe.
 * **CMake (MariaDB)**: `configure` is one `cmake -S <tree> -B . -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  -DCMAKE_INSTALL_PREFIX=P -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_FLAGS=..
-  -DCMAKE_CXX_FLAGS=.. -DCMAKE_EXE_LINKER_FLAGS=..` with `-DCMAKE_C[XX]_COMPILER_LAUNCHER=ccache` when the
+  -DCMAKE_INSTALL_PREFIX=P -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++` with the variant's flags as the
+  build type's (`-DCMAKE_C[XX]_FLAGS_RELWITHDEBINFO=..`, which come last on every compile) and its LDFLAGS
+  as `-DCMAKE_{EXE,SHARED,MODULE}_LINKER_FLAGS=..`, `-DCMAKE_C[XX]_COMPILER_LAUNCHER=ccache` when the
   phase uses ccache and `options()` giving `-DPLUGIN_xxx=NO` for the storage engines a benchmark never
-  loads; `compile` is `cmake --build . -j N` (`object_line` matches cmake's "Building CXX object" lines),
-  `install` is `cmake --install .` with `Step.env={"DESTDIR": ...}`; artefact `bin/mariadbd`; the probe
-  runs `mariadbd --version` and reads the flags `mariadb_config` reports.
+  loads; `compile` is `cmake --build . --parallel N` (`object_line` matches cmake's "Building CXX object"
+  lines), `install` is `cmake --install .` with `Step.env={"DESTDIR": ...}` and a copy of CMakeCache.txt;
+  artefact `bin/mariadbd`; the probe runs `mariadbd --version` and reads the compiler and flags from that
+  CMake cache.
 * **a library (SQLite)**: `<tree>/configure` and `make sqlite3.c shell.c` only generate the amalgamation;
   the recipe's own compile steps build `sqlite3.o` with the variant's flags and link `lib/libsqlite3.so` and
   the `sqlite3` shell from it; artefact `lib/libsqlite3.so` (the load client opens it: there is no server);

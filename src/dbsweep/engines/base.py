@@ -82,6 +82,9 @@ class Instance(ABC):
     user: str | None
     # A command the server runs under (e.g. valgrind); None runs it directly.
     wrapper: list[str] | None
+    # Whether one server process serves every client with threads (MariaDB) rather than a process per
+    # connection (Postgres's backends): the instruction count then charges that whole process to the clients.
+    threaded: ClassVar[bool] = False
 
     @property
     @abstractmethod

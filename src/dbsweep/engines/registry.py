@@ -10,15 +10,16 @@ from dbsweep.engines.base import Engine
 @cache
 def engines() -> dict[str, Engine]:
     # Imported here: each engine imports its driver, which only a run that uses it should pay for.
+    from dbsweep.engines.mariadb import Mariadb
     from dbsweep.engines.postgres import Postgres
     from dbsweep.engines.sqlite import Sqlite
 
     # Adding an engine: a package under engines/ with an Engine subclass, and one entry here and in names().
-    return {e.name: e for e in (Postgres(), Sqlite())}
+    return {e.name: e for e in (Postgres(), Sqlite(), Mariadb())}
 
 
 def names() -> tuple[str, ...]:
-    return ("postgres", "sqlite")
+    return ("postgres", "sqlite", "mariadb")
 
 
 def engine_named(name: str) -> Engine:

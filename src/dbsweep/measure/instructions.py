@@ -347,6 +347,7 @@ class _Pass:
                     raise StepError(f"warming the cache failed: {e}") from e
             # A process alive now (the warm-up's connection may still be exiting) is not the client's.
             base = self.instance.workers()
+            server = self.instance.pid
             setup_files = set(_files(out_dir))
             if amount == 0 and self.plan.probe is None:
                 raise DbsweepError("the plan has no probe, so its amount must be given")
@@ -368,6 +369,10 @@ class _Pass:
             roles = self.instance.roles()
         finally:
             self.instance.stop()
+        if self.instance.threaded and server is not None:
+            # One process served the client with a thread (and did the background work): its file, written as it
+            # stopped, is the foreground's; the split by role is not there to be had.
+            foreground.add(server)
         counts = _complete(_files(out_dir), f"run {self.runs}")
         if not foreground:
             raise StepError(

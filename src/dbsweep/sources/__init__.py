@@ -62,7 +62,9 @@ class Naming:
     the engine, and raises DbsweepError for text that is no version of it. Every such package's name
     starts with `debian_prefix` (the archive's indexes are scanned for that literal), and
     `debian_major(package)` is the major version a package carries, or None for a package that is not the
-    engine's own although it shares the prefix. `debian_majors` are the majors `debian.available` lists.
+    engine's own although it shares the prefix. `debian_majors` are the majors `debian.available` lists. An
+    engine whose one package carries several majors (MariaDB's `mariadb`: 10.11, then 11.8) gives
+    `version_major(version)`, the major of each version, which then takes the package's place.
     `tree_version(path)` is the upstream version an unpacked tree declares; it raises DbsweepError for a
     tree that is not the engine's.
     """
@@ -74,6 +76,7 @@ class Naming:
     debian_majors: range
     tree_version: Callable[[Path], str]
     build_products: BuildProducts = BuildProducts()
+    version_major: Callable[[str], int] | None = None
 
 
 # --- helpers shared by the source kinds -------------------------------------------------

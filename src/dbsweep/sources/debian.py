@@ -207,8 +207,17 @@ def _match(sources: list[DebianSource], package: str, version: str) -> DebianSou
 
 
 def _same_upstream(a: str, b: str) -> bool:
-    # Debian writes pre-releases as 18~beta1; accept 18beta1 for it.
-    return a.replace("~", "") == b.replace("~", "")
+    return _plain_upstream(a) == _plain_upstream(b)
+
+
+# The suffix of an upstream tarball Debian repacked (files removed for the DFSG): 11.8.9+ds, 2.1+dfsg1.
+_REPACKED = re.compile(r"[+~.](?:dfsg|ds|repack)\d*$")
+
+
+def _plain_upstream(version: str) -> str:
+    """The version upstream gave: Debian writes pre-releases as 18~beta1 (18beta1), and a repacked tarball's
+    version carries a suffix (11.8.9+ds) that the tree's own version does not."""
+    return _REPACKED.sub("", version).replace("~", "")
 
 
 def _unknown_message(everything: list[DebianSource], package: str, version: str, naming: Naming) -> str:
@@ -292,6 +301,8 @@ def _query(root: Path, naming: Naming) -> list[DebianSource]:
     for (p, v), s in suites.items():
         major = naming.debian_major(p)
         if major is not None:  # a package that only shares the prefix
+            if naming.version_major is not None:  # one package, several majors
+                major = naming.version_major(upstream_of(v))
             found.append(DebianSource(p, v, upstream_of(v), ", ".join(dict.fromkeys(s)), major))
     return sorted(found, key=functools.cmp_to_key(_order))
 

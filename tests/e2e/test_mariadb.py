@@ -1,0 +1,142 @@
+"""MariaDB's own properties, against Debian's server (the contract tests hold what every engine shares): who may
+connect and how, the option file the server alone reads, every shipped config on the installed binary, MyRocks
+loaded for a config that uses it, the maintenance after writes, and the accounts made without install-db's
+--extra-file (the path an older script takes), and instructions counted in the one process that serves every
+client."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import psutil
+import pymysql
+import pytest
+
+from dbsweep import configs
+from dbsweep.engines.mariadb import Server
+from dbsweep.engines.mariadb import install as installs
+from dbsweep.engines.registry import engine_named
+from dbsweep.measure.instructions import FOREGROUND, instructions_per_op
+from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
+
+from ..conftest import processes_under, running_instance
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(not installs.system_versions(), reason="needs Debian's MariaDB (scripts/setup.sh)"),
+]
+
+SMALL = "innodb_buffer_pool_size = 128M\n"
+
+
+def _server(instance: object) -> Server:
+    assert isinstance(instance, Server)
+    return instance
+
+
+def test_who_may_connect_and_how(tmp: Path) -> None:
+    with running_instance("mariadb", tmp / "home", SMALL) as instance:
+        server = _server(instance)
+        assert server.pid is not None
+        cmdline = psutil.Process(server.pid).cmdline()
+        assert cmdline[1] == f"--defaults-file={server.defaults_file}"  # so /etc/mysql is never read
+        users = server._query("SELECT User, Host, JSON_VALUE(Priv, '$.plugin') FROM mysql.global_priv ORDER BY 1, 2")
+        assert [(u, h) for u, h, _ in users] == [
+            ("dbsweep", "127.0.0.1"),
+            ("dbsweep", "localhost"),
+            ("mariadb.sys", "localhost"),
+            ("root", "localhost"),  # through the socket, for the system's root only
+        ]
+        assert server._query("SELECT COUNT(*) FROM mysql.proxies_priv WHERE Host <> 'localhost'") == [(0,)]
+        assert ("test",) not in server._query("SHOW DATABASES")
+        assert server._query("SELECT @@bind_address, @@skip_name_resolve") == [("127.0.0.1", 1)]
+        assert server.socket_dir is not None and stat.S_IMODE(server.socket_dir.stat().st_mode) == 0o700
+        assert stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
+        assert not (server.home / "accounts.sql").exists()  # the password is in one file only
+        with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+            pymysql.connect(host="127.0.0.1", port=server.port, user="dbsweep", password="wrong", connect_timeout=5)
+        with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+            pymysql.connect(host="127.0.0.1", port=server.port, user="root", password="", connect_timeout=5)
+        stats = server.statistics()
+        assert stats["global_status"]["Uptime"] > 0 and "buffer_pool_reads" in stats["innodb_metrics"]
+
+
+def test_every_shipped_config_fits_the_installed_server() -> None:
+    engine = engine_named("mariadb")
+    install = engine.system_install("system")
+    for name in configs.available("mariadb"):
+        _, skipped = engine.fit_config(configs.load("mariadb", name), install, set())
+        assert skipped == [], (name, skipped)
+
+
+def test_a_myrocks_config_loads_the_plugin_and_is_maintained(tmp: Path) -> None:
+    engine = engine_named("mariadb")
+    text, _ = engine.fit_config(configs.load("mariadb", "za4_c2r24"), engine.system_install("system"), set())
+    with running_instance("mariadb", tmp / "home", text) as instance:
+        server = _server(instance)
+        assert server._query("SELECT @@default_storage_engine") == [("ROCKSDB",)]
+        server._query("CREATE TABLE t (id INT PRIMARY KEY, k INT, pad VARCHAR(100), KEY k (k))")
+        rows = ", ".join(f"({i}, {i % 97}, '{'p' * 60}')" for i in range(20_000))
+        server._query(f"INSERT INTO t VALUES {rows}")
+        before = server.data_bytes()
+        parts = server.postwrite(["t"], 2, lambda _: None)
+        assert {"analyze_s", "rocksdb_flush_s", "rocksdb_compact_s", "wait_s"} <= set(parts)
+        assert "innodb_flush_s" not in parts  # the table is not InnoDB's
+        cf = server.statistics()["rocksdb_cfstats"]["default"]
+        assert cf["NUM_ENTRIES_ACTIVE_MEM_TABLE"] == 0  # flushed to files
+        assert (server.data_bytes() or 0) > (before or 0)
+
+
+def test_innodb_maintenance_gives_its_settings_back(tmp: Path) -> None:
+    with running_instance("mariadb", tmp / "home", SMALL) as instance:
+        server = _server(instance)
+        server._query("CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(200))")
+        server._query("INSERT INTO t VALUES " + ", ".join(f"({i}, '{'x' * 150}')" for i in range(20_000)))
+        held = "SELECT @@innodb_max_dirty_pages_pct, @@innodb_max_dirty_pages_pct_lwm"
+        original = server._query(held)
+        t0 = time.monotonic()
+        parts = server.postwrite(["t", "missing"], 3, lambda _: None)
+        assert time.monotonic() - t0 >= 3  # the rest of the budget is waited out
+        assert parts["innodb_settled"] == 1.0 and parts["innodb_flush_s"] <= 3
+        assert server._query(held) == original
+
+
+def test_the_accounts_without_install_dbs_extra_file(tmp: Path) -> None:
+    engine = engine_named("mariadb")
+    instance = engine.instance(engine.system_install("system"), tmp / "home", "test", SMALL, engine.server_user())
+    server = _server(instance)
+    server.accounts_with_install_db = False
+    server.init()
+    try:
+        server.start()
+        assert server._query("SELECT COUNT(*) FROM mysql.global_priv WHERE User = 'dbsweep'") == [(2,)]
+        assert server.server_version().startswith(server.install.short_version)
+    finally:
+        server.remove()
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_instructions_of_a_threaded_server(tmp: Path) -> None:
+    """One process serves the client with a thread: its whole count (written as it stops) is the foreground's,
+    under valgrind with InnoDB's I/O in threads (`Server.wrapped_settings`)."""
+    engine = engine_named("mariadb")
+    suite = Sysbench(SysbenchSettings(rows=10_000))
+    step = "point-query_range=100"
+    count = instructions_per_op(
+        engine,
+        engine.system_install("system"),
+        SMALL,
+        tmp / "instr",
+        step=step,
+        load=[suite.command(s, 1) for s in suite.setup_steps()],
+        plan=suite.instruction_plan(step, 1, 300),
+        tables=suite.tables(),
+        repeats=1,
+    )
+    assert processes_under(tmp / "instr") == []
+    assert 10_000 < count.per_query < 500_000
+    assert set(count.by_role) == {FOREGROUND} and count.foreground_share == 1.0
+    assert "innodb_use_native_aio = OFF" in count.held and "innodb_fast_shutdown = 0" in count.held
