@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep.engines import postgres
+from dbsweep.engines import postgres, servers
 from dbsweep.engines.base import Engine
 from dbsweep.engines.registry import engine_named, names
 from dbsweep.errors import ServerError
@@ -49,7 +49,7 @@ def test_no_free_port_is_a_server_error(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(socket.socket, "bind", refuse)
     with pytest.raises(ServerError, match=r"no free TCP port on 127.0.0.1 for the server \(Address already in use\)"):
-        postgres.free_port()
+        servers.free_port()
 
 
 def test_the_log_lines_that_explain_a_failure(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from dbsweep.engines import base
 from dbsweep.engines.mariadb import config, source
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.mariadb.install import Install
-from dbsweep.engines.mariadb.instance import DB_NAME, DB_USER, Server, free_port, relevant_log_lines, stop_stale
+from dbsweep.engines.mariadb.instance import DB_NAME, DB_USER, Server, relevant_log_lines, stop_stale
 from dbsweep.sources import Naming
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
     "Install",
     "Mariadb",
     "Server",
-    "free_port",
     "relevant_log_lines",
     "stop_stale",
 ]

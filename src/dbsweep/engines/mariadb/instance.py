@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import pwd
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -44,6 +41,7 @@ import pymysql
 from pymysql.connections import Connection
 
 from dbsweep import procs
+from dbsweep.engines import servers
 from dbsweep.engines.base import Access, EngineError, Instance, Watermark
 from dbsweep.engines.base import Install as BaseInstall
 from dbsweep.engines.mariadb import config, stats
@@ -88,56 +86,14 @@ _ABORTING = re.compile(r"\[ERROR\] Aborting")
 _NOISE = re.compile(r"Could not increase number of max_open_files|'proxies_priv' entry")
 
 
-def _chown(path: Path, user: str | None) -> None:
-    if user is not None:
-        pw = pwd.getpwnam(user)
-        os.chown(path, pw.pw_uid, pw.pw_gid)
-
-
-def free_port() -> int:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
-    except OSError as e:
-        raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
-
-
 def relevant_log_lines(log: Path, limit: int = 12, start: int = 0) -> str:
     """The lines of a server log (from byte `start`) that explain a failure, else its tail."""
-    try:
-        with log.open("rb") as f:
-            f.seek(start)
-            lines = f.read().decode(errors="replace").splitlines()
-    except OSError:
-        return f"    (no log at {log})"
-    return relevant_lines(lines, limit)
+    return servers.log_lines(log, _EXPLAINING, limit, start, _NOISE)
 
 
 def relevant_lines(lines: list[str], limit: int = 12) -> str:
     """Of a server's (or its bootstrap's) output, the lines that explain a failure, else the last ones."""
-    lines = [ln for ln in lines if ln.strip() and not _NOISE.search(ln)]
-    hits = [ln for ln in lines if _EXPLAINING.search(ln)]
-    chosen = (hits or lines)[-limit:]
-    return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
-
-
-def _log_size(log: Path) -> int:
-    try:
-        return log.stat().st_size
-    except OSError:
-        return 0
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+    return servers.explaining_lines(lines, _EXPLAINING, limit, _NOISE)
 
 
 def _one_line(e: Exception) -> str:
@@ -310,7 +266,7 @@ class Server(Instance):
         if self.home.exists():
             shutil.rmtree(self.home)
         self.home.mkdir(parents=True)
-        _chown(self.home, self.user)
+        servers.chown(self.home, self.user)
         self.home.chmod(0o700)
         self._check_reachable()
         pw = secrets.token_urlsafe(24)
@@ -368,7 +324,7 @@ class Server(Instance):
     def _private_file(self, path: Path, text: str) -> None:
         path.write_text(text)
         path.chmod(0o600)
-        _chown(path, self.user)
+        servers.chown(path, self.user)
 
     def _check_reachable(self) -> None:
         """The server user must reach its data directory; a private parent (mode 700) stops it."""
@@ -425,7 +381,7 @@ class Server(Instance):
     def _write_defaults(self, port: int) -> None:
         self.defaults_file.write_text(self.defaults_text(port))
         self.defaults_file.chmod(0o644)
-        _chown(self.defaults_file, self.user)
+        servers.chown(self.defaults_file, self.user)
 
     # ---- start and stop
 
@@ -440,7 +396,7 @@ class Server(Instance):
             path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
             self._own_socket_dir = True
         path.chmod(0o700)
-        _chown(path, self.user)
+        servers.chown(path, self.user)
         # A server that was killed leaves its socket and the lock beside it, which names its old PID: a start
         # would refuse the lock if that PID is now another live process. Nothing runs here now.
         for leftover in (path / SOCKET_NAME, path / f"{SOCKET_NAME}.lock"):
@@ -454,9 +410,9 @@ class Server(Instance):
         stop_stale(self.datadir)
         for attempt in range(3):
             self.socket_dir = self._pick_socket_dir()
-            self.port = free_port()
+            self.port = servers.free_port()
             self._write_defaults(self.port)
-            self._log_start = _log_size(self.log)
+            self._log_start = servers.log_size(self.log)
             logf = self.log.open("ab")
             try:
                 self.proc = procs.spawn(
@@ -496,7 +452,7 @@ class Server(Instance):
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise ServerError(
-                    f"MariaDB exited during start ({_describe_exit(self.proc.returncode)}); "
+                    f"MariaDB exited during start ({servers.describe_exit(self.proc.returncode)}); "
                     f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
                 )
             if _ABORTING.search(self._log_since_start()):
@@ -542,7 +498,7 @@ class Server(Instance):
             started = psutil.Process(self.proc.pid).create_time()
         except psutil.Error:
             started = 0.0
-        return Watermark(self.proc.pid, started, _log_size(self.log))
+        return Watermark(self.proc.pid, started, servers.log_size(self.log))
 
     def disturbance_since(self, mark: Watermark) -> str | None:
         """Why the server that served a step is not the whole server that began it, in one sentence with its
@@ -550,7 +506,7 @@ class Server(Instance):
         excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
         if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
             code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
-            how = _describe_exit(code) if code is not None else "gone"
+            how = servers.describe_exit(code) if code is not None else "gone"
             return f"the server died during the step: mariadbd (PID {mark.pid}) {how}; {excerpt}"
         try:
             started = psutil.Process(mark.pid).create_time()

@@ -23,7 +23,6 @@ from dbsweep.engines.postgres.instance import (
     DB_NAME,
     DB_USER,
     Server,
-    free_port,
     relevant_log_lines,
     stop_stale,
 )
@@ -36,7 +35,6 @@ __all__ = [
     "Install",
     "Postgres",
     "Server",
-    "free_port",
     "known_settings",
     "pg_config",
     "relevant_log_lines",

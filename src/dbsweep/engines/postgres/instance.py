@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import pwd
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +22,7 @@ import psycopg
 from psycopg import sql
 
 from dbsweep import procs
+from dbsweep.engines import servers
 from dbsweep.engines.base import Access, EngineError, Instance, Watermark
 from dbsweep.engines.base import Install as BaseInstall
 from dbsweep.engines.postgres import stats
@@ -36,21 +34,6 @@ DB_USER = "dbsweep"
 DB_NAME = "dbsweep"
 # Unix socket paths are limited to 107 bytes (sun_path), including ".s.PGSQL.NNNNN".
 _SOCKET_PATH_MAX = 107 - len("/.s.PGSQL.65535")
-
-
-def _chown(path: Path, user: str | None) -> None:
-    if user is not None:
-        pw = pwd.getpwnam(user)
-        os.chown(path, pw.pw_uid, pw.pw_gid)
-
-
-def free_port() -> int:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
-    except OSError as e:
-        raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
 
 
 # Lines of a server log that explain a failure: severities, and the words Postgres uses when it
@@ -69,33 +52,7 @@ _CRASH = re.compile(
 
 def relevant_log_lines(log: Path, limit: int = 12, start: int = 0) -> str:
     """The lines of a server log (from byte `start`) that explain a failure, else its tail."""
-    try:
-        with log.open("rb") as f:
-            f.seek(start)
-            lines = f.read().decode(errors="replace").splitlines()
-    except OSError:
-        return f"    (no log at {log})"
-    hits = [ln for ln in lines if _EXPLAINING.search(ln)]
-    chosen = (hits or lines)[-limit:]
-    return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
-
-
-def _log_size(log: Path) -> int:
-    try:
-        return log.stat().st_size
-    except OSError:
-        return 0
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+    return servers.log_lines(log, _EXPLAINING, limit, start)
 
 
 def _pidfile(datadir: Path) -> list[str]:
@@ -245,13 +202,13 @@ class Server(Instance):
         if self.home.exists():
             shutil.rmtree(self.home)
         self.home.mkdir(parents=True)
-        _chown(self.home, self.user)
+        servers.chown(self.home, self.user)
         self.home.chmod(0o700)
         self._check_reachable()
         pw = secrets.token_urlsafe(24)
         self.password_file.write_text(pw + "\n")
         self.password_file.chmod(0o600)
-        _chown(self.password_file, self.user)
+        servers.chown(self.password_file, self.user)
         r = procs.run_as(
             [
                 self.install.bin("initdb"),
@@ -299,7 +256,7 @@ class Server(Instance):
             path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
             self._own_socket_dir = True
         path.chmod(0o700)
-        _chown(path, self.user)
+        servers.chown(path, self.user)
         return path
 
     def start(self, timeout: float | None = None) -> None:
@@ -309,8 +266,8 @@ class Server(Instance):
         stop_stale(self.datadir)
         for attempt in range(3):
             self.socket_dir = self._pick_socket_dir()
-            self.port = free_port()
-            self._log_start = _log_size(self.log)
+            self.port = servers.free_port()
+            self._log_start = servers.log_size(self.log)
             logf = self.log.open("ab")
             try:
                 self.proc = procs.spawn(
@@ -355,7 +312,7 @@ class Server(Instance):
             started = psutil.Process(self.proc.pid).create_time()
         except psutil.Error:
             started = 0.0
-        return Watermark(self.proc.pid, started, _log_size(self.log))
+        return Watermark(self.proc.pid, started, servers.log_size(self.log))
 
     def disturbance_since(self, mark: Watermark) -> str | None:
         """Why the server that served a step is not the whole server that began it, in one sentence
@@ -363,7 +320,7 @@ class Server(Instance):
         excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
         if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
             code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
-            how = _describe_exit(code) if code is not None else "gone"
+            how = servers.describe_exit(code) if code is not None else "gone"
             return f"the server died during the step: its postmaster (PID {mark.pid}) {how}; {excerpt}"
         try:
             started = psutil.Process(mark.pid).create_time()
@@ -511,7 +468,7 @@ synchronous_commit = on
                 continue
             if self.proc.poll() is not None:
                 raise ServerError(
-                    f"Postgres exited during start ({_describe_exit(self.proc.returncode)}); "
+                    f"Postgres exited during start ({servers.describe_exit(self.proc.returncode)}); "
                     f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
                 )
             try:

@@ -1,0 +1,74 @@
+"""What the server engines' instances share: a free loopback port, ownership of the files they make for the
+server's user, how a server process ended, and the lines of its log that explain a failure (each engine
+gives the patterns its own server writes)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import signal
+import socket
+from pathlib import Path
+
+from dbsweep.errors import ServerError
+
+
+def chown(path: Path, user: str | None) -> None:
+    """Gives `path` to the server's user (None: it stays ours)."""
+    if user is not None:
+        pw = pwd.getpwnam(user)
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    except OSError as e:
+        raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
+
+
+def log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def describe_exit(code: int | None) -> str:
+    """How a process ended, in words: its exit code, or the signal that killed it."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def explaining_lines(
+    lines: list[str], explaining: re.Pattern[str], limit: int = 12, noise: re.Pattern[str] | None = None
+) -> str:
+    """Of a server's output, the lines that explain a failure (`explaining`), else the last ones; `noise`
+    drops routine lines that explain nothing. Indented, one per line."""
+    lines = [ln for ln in lines if ln.strip() and not (noise and noise.search(ln))]
+    hits = [ln for ln in lines if explaining.search(ln)]
+    chosen = (hits or lines)[-limit:]
+    return "\n".join("    " + ln for ln in chosen) if chosen else "    (the log is empty)"
+
+
+def log_lines(
+    log: Path, explaining: re.Pattern[str], limit: int = 12, start: int = 0, noise: re.Pattern[str] | None = None
+) -> str:
+    """`explaining_lines` of a server log from byte `start`."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return f"    (no log at {log})"
+    return explaining_lines(lines, explaining, limit, noise)
