@@ -135,6 +135,8 @@ workspace = "{ws}"
 instructions = true
 instruction_seconds = 2
 placement = "{placement}"
+profile = {profile}
+profile_seconds = 5
 
 {targets}
 """
@@ -231,6 +233,9 @@ def main() -> None:
     ap.add_argument("--workspace", type=Path, default=Path("/var/tmp/dbsweep-sensitivity"))  # noqa: S108
     ap.add_argument("--build-only", action="store_true", help="prepare the source and build it, then stop")
     ap.add_argument("--fresh", action="store_true", help="measure again: a new run of each study, not a resumed one")
+    ap.add_argument(
+        "--profile", action="store_true", help="also sample each target and step with perf (flame graphs in the HTML)"
+    )
     args = ap.parse_args()
     ws: Path = args.workspace
     ws.mkdir(parents=True, exist_ok=True)
@@ -243,7 +248,9 @@ def main() -> None:
     probe = Path(tempfile.mkdtemp()) / "probe.toml"
     one = f'[[targets]]\nname = "base"\nsource = "dir:{src}"\nconfig = "spin_base"\n'
     suite = SYSBENCH_SUITE.format(steps=json.dumps(SYSBENCH_STEPS), seconds=1)
-    probe.write_text(STUDY.format(name="probe", rounds=1, ws=ws, suite=suite, placement="none", targets=one))
+    probe.write_text(
+        STUDY.format(name="probe", rounds=1, ws=ws, suite=suite, placement="none", profile="false", targets=one)
+    )
     _dbsweep("build", str(probe), env=env)
     if args.build_only:
         return
@@ -271,6 +278,7 @@ def main() -> None:
                 ws=ws,
                 suite=suite,
                 placement=args.placement,
+                profile=str(args.profile).lower(),
                 targets=text,
             )
         )
