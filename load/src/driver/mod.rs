@@ -9,12 +9,14 @@
 //! text before a step starts, is a trait object.
 //!
 //! The engines: Postgres (`pg/`) and MariaDB (`mysql/`), servers spoken to over their wire
-//! protocols (over `net`'s streams), and SQLite (`sqlite/`, an embedded library opened at run time).
+//! protocols (over `net`'s streams, with `link` and `readbuf` for what both do alike), and SQLite (`sqlite/`, an embedded library opened at run time).
 
+mod link;
 pub mod lost;
 pub mod mysql;
 mod net;
 pub mod pg;
+mod readbuf;
 pub mod sqlite;
 
 use std::io;

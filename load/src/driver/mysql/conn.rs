@@ -2,13 +2,12 @@
 //! and (usually) one read.
 
 use super::wire::{self, Mode, Prepared, Reader, Reply};
+use crate::driver::link::Link;
 use crate::driver::lost::{Lost, LOST};
 use crate::driver::net::Stream;
-use crate::driver::{describe, DbError, Outcome, Param, ServerError, Session};
+use crate::driver::{DbError, Outcome, Param, ServerError, Session};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{self, Write};
-use std::time::Duration;
 
 /// FNV-1a: the statement names are a few bytes, looked up once per query; SipHash's protection
 /// against chosen keys buys nothing here.
@@ -37,25 +36,17 @@ impl Hasher for Fnv {
 }
 
 pub struct Conn {
-    stream: Stream,
+    /// The stream, the request being written, and whether the connection is closed or lost.
+    link: Link<Vec<u8>>,
     reader: Reader,
-    /// The request being sent; cleared, never shrunk.
-    wbuf: Vec<u8>,
     reply: Reply,
     /// The prepared statements by name.
     statements: HashMap<String, Prepared, BuildHasherDefault<Fnv>>,
     /// How result sets are framed.
     mode: Mode,
-    closed: bool,
-    /// Where a loss of this connection is recorded: None until the handshake is over (a failed
-    /// connect is an error of its own, not a lost connection).
-    lost: Option<&'static Lost>,
     /// The server status of the last OK or EOF.
     status: u16,
 }
-
-/// How long the handshake (authentication included) may wait for the server.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Conn {
     /// Starts a session on a connected socket: the server's greeting, the client's answer, then
@@ -66,39 +57,34 @@ impl Conn {
 
     /// `start`, recording a later loss of the connection in `lost`.
     fn start_recording(
-        mut stream: Stream,
+        stream: Stream,
         user: &str,
         dbname: &str,
         password: &str,
         lost: &'static Lost,
     ) -> Result<Conn, DbError> {
-        stream.set_timeouts(Some(STARTUP_TIMEOUT)).map_err(DbError::io)?;
         let mut c = Conn {
-            stream,
+            link: Link::starting(stream, Vec::with_capacity(4096))?,
             reader: Reader::new(wire::READ_BUFFER),
-            wbuf: Vec::with_capacity(4096),
             reply: Reply::default(),
             statements: HashMap::default(),
             mode: Mode::default(),
-            closed: false,
-            lost: None,
             status: 0,
         };
         c.handshake(user, dbname, password)?;
-        c.stream.set_timeouts(None).map_err(DbError::io)?;
         // Established: from now on, breaking is a lost connection.
-        c.lost = Some(lost);
+        c.link.established(lost)?;
         Ok(c)
     }
 
     fn handshake(&mut self, user: &str, dbname: &str, password: &str) -> Result<(), DbError> {
         let mut seq = 0;
-        let hello = self.reader.packet(&mut self.stream, &mut seq).map_err(|e| self.broken(e))?;
+        let hello = self.reader.packet(&mut self.link.stream, &mut seq).map_err(|e| self.link.broken(e))?;
         if hello.first() == Some(&wire::ERR) {
             // Refused before the greeting: too many connections, a blocked host, ...
             return Err(self.server_error(&hello));
         }
-        let h = wire::parse_handshake(&hello).map_err(|e| self.broken(e))?;
+        let h = wire::parse_handshake(&hello).map_err(|e| self.link.broken(e))?;
         let needed = wire::CLIENT_PROTOCOL_41 | wire::CLIENT_SECURE_CONNECTION;
         if h.capabilities & needed != needed {
             return Err(DbError::Client(format!("the server ({}) does not speak protocol 4.1", h.version)));
@@ -118,15 +104,15 @@ impl Conn {
         // account needs another one asks for it (AuthSwitchRequest), and is told then that it is
         // not spoken here.
         let auth = wire::native_password(password.as_bytes(), &h.scramble[..h.scramble.len().min(20)]);
-        wire::handshake_response(caps, ext_caps, user, &auth, dbname, wire::NATIVE_PASSWORD, &mut self.wbuf);
-        self.send()?;
+        wire::handshake_response(caps, ext_caps, user, &auth, dbname, wire::NATIVE_PASSWORD, &mut self.link.wbuf);
+        self.link.send()?;
         seq = 2;
         let mut plugin = wire::NATIVE_PASSWORD.to_string();
         loop {
-            let p = self.reader.packet(&mut self.stream, &mut seq).map_err(|e| self.broken(e))?;
+            let p = self.reader.packet(&mut self.link.stream, &mut seq).map_err(|e| self.link.broken(e))?;
             match p.first() {
                 Some(&wire::OK) => {
-                    self.status = wire::parse_ok(&p).map_err(|e| self.broken(e))?.1;
+                    self.status = wire::parse_ok(&p).map_err(|e| self.link.broken(e))?.1;
                     return Ok(());
                 }
                 Some(&wire::ERR) => return Err(self.server_error(&p)),
@@ -140,11 +126,11 @@ impl Conn {
                     let data = cur.rest();
                     let scramble = data.strip_suffix(&[0]).unwrap_or(data);
                     let auth = wire::native_password(password.as_bytes(), &scramble[..scramble.len().min(20)]);
-                    self.wbuf.clear();
-                    let start = wire::begin_packet(&mut self.wbuf);
-                    self.wbuf.extend_from_slice(&auth);
-                    seq = wire::end_packet(&mut self.wbuf, start, seq);
-                    self.send()?;
+                    self.link.wbuf.clear();
+                    let start = wire::begin_packet(&mut self.link.wbuf);
+                    self.link.wbuf.extend_from_slice(&auth);
+                    seq = wire::end_packet(&mut self.link.wbuf, start, seq);
+                    self.link.send()?;
                 }
                 // More data for a plugin's own exchange (caching_sha2_password, ed25519, ...).
                 _ => return Err(self.unsupported(&plugin)),
@@ -154,7 +140,7 @@ impl Conn {
 
     #[cold]
     fn unsupported(&mut self, plugin: &str) -> DbError {
-        self.closed = true;
+        self.link.closed = true;
         DbError::Client(format!(
             "the server asks for the authentication plugin {plugin}; this client speaks only {}",
             wire::NATIVE_PASSWORD
@@ -166,47 +152,14 @@ impl Conn {
     fn server_error(&mut self, p: &[u8]) -> DbError {
         match wire::parse_err(p) {
             Ok(e) => {
-                let fatal = e.fatal || self.lost.is_none();
+                let fatal = e.fatal || self.link.lost.is_none();
                 let e = DbError::Server(e);
                 if fatal {
-                    self.close_after(&e);
+                    self.link.close_after(&e);
                 }
                 e
             }
-            Err(e) => self.broken(e),
-        }
-    }
-
-    /// Marks the connection unusable after an I/O or protocol error.
-    #[cold]
-    fn broken(&mut self, e: io::Error) -> DbError {
-        let e = DbError::io(e);
-        self.close_after(&e);
-        e
-    }
-
-    /// Marks the connection unusable after `e`. An established connection is recorded as lost,
-    /// once: `closed` stays set, and a closed connection sends nothing more. Only failures come
-    /// here, so the record (a lock, the reason's text) costs a healthy query nothing.
-    #[cold]
-    fn close_after(&mut self, e: &DbError) {
-        if !self.closed {
-            if let Some(lost) = self.lost {
-                lost.record(describe(e));
-            }
-        }
-        self.closed = true;
-    }
-
-    /// Sends the request in `wbuf`, in one write unless the kernel takes it in parts.
-    #[inline]
-    fn send(&mut self) -> Result<(), DbError> {
-        if self.closed {
-            return Err(DbError::Closed("the connection is closed".into()));
-        }
-        match self.stream.write_all(&self.wbuf) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.broken(e)),
+            Err(e) => self.link.broken(e),
         }
     }
 
@@ -215,8 +168,8 @@ impl Conn {
     #[inline]
     fn finish(&mut self) -> Result<Outcome, DbError> {
         self.reply.clear();
-        if let Err(e) = self.reader.reply(&mut self.stream, self.mode, &mut self.reply) {
-            return Err(self.broken(e));
+        if let Err(e) = self.reader.reply(&mut self.link.stream, self.mode, &mut self.reply) {
+            return Err(self.link.broken(e));
         }
         if let Some(status) = self.reply.status {
             self.status = status;
@@ -232,7 +185,7 @@ impl Conn {
         let fatal = e.fatal;
         let e = DbError::Server(e);
         if fatal {
-            self.close_after(&e);
+            self.link.close_after(&e);
         }
         e
     }
@@ -241,18 +194,18 @@ impl Conn {
     fn prepare_one(&mut self, name: &str, sql: &str) -> Result<(), DbError> {
         if let Some(old) = self.statements.remove(name) {
             // No reply comes to COM_STMT_CLOSE.
-            wire::command(wire::COM_STMT_CLOSE, &old.id.to_le_bytes(), &mut self.wbuf);
-            self.send()?;
+            wire::command(wire::COM_STMT_CLOSE, &old.id.to_le_bytes(), &mut self.link.wbuf);
+            self.link.send()?;
         }
-        wire::command(wire::COM_STMT_PREPARE, sql.as_bytes(), &mut self.wbuf);
-        self.send()?;
-        match self.reader.prepare_reply(&mut self.stream, self.mode) {
+        wire::command(wire::COM_STMT_PREPARE, sql.as_bytes(), &mut self.link.wbuf);
+        self.link.send()?;
+        match self.reader.prepare_reply(&mut self.link.stream, self.mode) {
             Ok(Ok(stmt)) => {
                 self.statements.insert(name.to_string(), stmt);
                 Ok(())
             }
             Ok(Err(e)) => Err(self.failed(e)),
-            Err(e) => Err(self.broken(e)),
+            Err(e) => Err(self.link.broken(e)),
         }
     }
 
@@ -286,8 +239,8 @@ impl Session for Conn {
         let Some(stmt) = self.statements.get_mut(statement) else {
             return Err(DbError::Client(format!("no prepared statement named {statement}")));
         };
-        wire::execute(stmt, params, &mut self.wbuf).map_err(DbError::client)?;
-        self.send()?;
+        wire::execute(stmt, params, &mut self.link.wbuf).map_err(DbError::client)?;
+        self.link.send()?;
         let r = self.finish();
         if matches!(r, Err(DbError::Server(_))) {
             self.forget_types(statement);
@@ -299,24 +252,24 @@ impl Session for Conn {
     /// result's.
     #[inline]
     fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
-        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.wbuf);
-        self.send()?;
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.link.wbuf);
+        self.link.send()?;
         self.finish()
     }
 
     /// Runs one query with COM_QUERY and returns its rows as text (NULL as None).
     fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
-        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.wbuf);
-        self.send()?;
-        match self.reader.text_rows(&mut self.stream, self.mode, &mut self.status) {
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.link.wbuf);
+        self.link.send()?;
+        match self.reader.text_rows(&mut self.link.stream, self.mode, &mut self.status) {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => Err(self.failed(e)),
-            Err(e) => Err(self.broken(e)),
+            Err(e) => Err(self.link.broken(e)),
         }
     }
 
     fn is_closed(&self) -> bool {
-        self.closed
+        self.link.closed
     }
 
     /// Inside a transaction (the last OK or EOF said so).
@@ -328,10 +281,7 @@ impl Session for Conn {
 impl Drop for Conn {
     /// Says goodbye (COM_QUIT), so the server does not count an aborted connection.
     fn drop(&mut self) {
-        if !self.closed {
-            wire::command(wire::COM_QUIT, &[], &mut self.wbuf);
-            let _ = self.stream.write_all(&self.wbuf);
-        }
+        self.link.farewell(|b| wire::command(wire::COM_QUIT, &[], b));
     }
 }
 
@@ -342,8 +292,8 @@ mod tests {
     };
     use super::super::wire::{CLIENT_CONNECT_WITH_DB, COM_STMT_EXECUTE, SERVER_STATUS_IN_TRANS};
     use super::*;
-    use crate::driver::error_kind;
-    use std::io::Read;
+    use crate::driver::{describe, error_kind};
+    use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
     use std::thread;
     use std::time::Instant;

@@ -7,6 +7,7 @@
 //! streams past, never buffered whole), and only OK, EOF and ERR packets are looked into.
 //! Requests are written into a reused buffer, header first, its length filled in at the end.
 
+use crate::driver::readbuf::ReadBuf;
 use crate::driver::{Param, ParamValue, ServerError};
 use std::io::{self, Read};
 use std::ops::Range;
@@ -534,68 +535,20 @@ impl Reply {
 
 /// Buffered reading of the server's packets.
 pub struct Reader {
-    buf: Vec<u8>,
-    /// Unconsumed bytes are buf[start..end].
-    start: usize,
-    end: usize,
+    inbuf: ReadBuf,
 }
 
 impl Reader {
     pub fn new(capacity: usize) -> Reader {
-        Reader { buf: vec![0; capacity.max(HEADER_LEN + 1)], start: 0, end: 0 }
-    }
-
-    pub fn buffered(&self) -> usize {
-        self.end - self.start
-    }
-
-    #[cfg(test)]
-    pub fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// One read from `src`, after making room for `need` bytes from `start`.
-    #[inline]
-    fn read_more<R: Read>(&mut self, src: &mut R, need: usize) -> io::Result<()> {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-        if self.start + need > self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-            if need > self.buf.len() {
-                self.buf.resize(need, 0);
-            }
-        }
-        loop {
-            match src.read(&mut self.buf[self.end..]) {
-                Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    #[inline]
-    fn fill<R: Read>(&mut self, src: &mut R, need: usize) -> io::Result<()> {
-        while self.buffered() < need {
-            self.read_more(src, need)?;
-        }
-        Ok(())
+        Reader { inbuf: ReadBuf::new(capacity.max(HEADER_LEN + 1)) }
     }
 
     /// The next packet's payload length and sequence id, reading until its header is in; the
     /// header stays buffered.
     #[inline]
     fn header_raw<R: Read>(&mut self, src: &mut R) -> io::Result<(usize, u8)> {
-        self.fill(src, HEADER_LEN)?;
-        let h = &self.buf[self.start..self.start + HEADER_LEN];
+        self.inbuf.fill(src, HEADER_LEN)?;
+        let h = self.inbuf.peek(HEADER_LEN);
         Ok((h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16, h[3]))
     }
 
@@ -616,8 +569,8 @@ impl Reader {
         if len == 0 {
             return Err(invalid("an empty packet from the server"));
         }
-        self.fill(src, HEADER_LEN + 1)?;
-        Ok(self.buf[self.start + HEADER_LEN])
+        self.inbuf.fill(src, HEADER_LEN + 1)?;
+        Ok(self.inbuf.peek(HEADER_LEN + 1)[HEADER_LEN])
     }
 
     /// Consumes the packet whose header was just read, buffered whole; returns where its payload
@@ -627,26 +580,15 @@ impl Reader {
         if len >= MAX_PAYLOAD {
             return Err(invalid("a split packet from the server where a short one belongs"));
         }
-        self.fill(src, HEADER_LEN + len)?;
-        let payload = self.start + HEADER_LEN..self.start + HEADER_LEN + len;
-        self.start = payload.end;
-        Ok(payload)
+        self.inbuf.fill(src, HEADER_LEN + len)?;
+        let whole = self.inbuf.take(HEADER_LEN + len);
+        Ok(whole.start + HEADER_LEN..whole.end)
     }
 
     /// Consumes `total` bytes without keeping them, reading past them as needed.
     #[inline]
-    fn skip<R: Read>(&mut self, src: &mut R, mut total: usize) -> io::Result<()> {
-        loop {
-            let have = self.buffered();
-            if have >= total {
-                self.start += total;
-                return Ok(());
-            }
-            total -= have;
-            self.start = 0;
-            self.end = 0;
-            self.read_more(src, 1)?;
-        }
+    fn skip<R: Read>(&mut self, src: &mut R, total: usize) -> io::Result<()> {
+        self.inbuf.skip(src, total)
     }
 
     /// Consumes the packet whose header was just read and, when its payload is full, the packets
@@ -685,9 +627,9 @@ impl Reader {
         let mut payload = Vec::new();
         loop {
             let len = self.header(src, seq)?;
-            self.fill(src, HEADER_LEN + len)?;
-            payload.extend_from_slice(&self.buf[self.start + HEADER_LEN..self.start + HEADER_LEN + len]);
-            self.start += HEADER_LEN + len;
+            self.inbuf.fill(src, HEADER_LEN + len)?;
+            let whole = self.inbuf.take(HEADER_LEN + len);
+            payload.extend_from_slice(&self.inbuf[whole.start + HEADER_LEN..whole.end]);
             if len < MAX_PAYLOAD {
                 return Ok(payload);
             }
@@ -710,19 +652,19 @@ impl Reader {
             let status = match first {
                 OK => {
                     let p = self.take(src, len)?;
-                    let (affected, status) = parse_ok(&self.buf[p])?;
+                    let (affected, status) = parse_ok(&self.inbuf[p])?;
                     out.affected = affected;
                     status
                 }
                 ERR => {
                     let p = self.take(src, len)?;
-                    out.error = Some(parse_err(&self.buf[p])?);
+                    out.error = Some(parse_err(&self.inbuf[p])?);
                     return Ok(());
                 }
                 LOCAL_INFILE => return Err(invalid("the server asks for a local file")),
                 _ => {
                     let p = self.take(src, len)?;
-                    let (columns, follows) = parse_column_count(&self.buf[p], mode)?;
+                    let (columns, follows) = parse_column_count(&self.inbuf[p], mode)?;
                     // The EOF after the definitions comes even when they do not.
                     self.skip_definitions(src, if follows { columns } else { 0 }, !mode.deprecate_eof, &mut seq)?;
                     let mut rows = 0;
@@ -731,11 +673,11 @@ impl Reader {
                         let first = self.first(src, len)?;
                         if ends_rows(first, len, mode.deprecate_eof) {
                             let p = self.take(src, len)?;
-                            break parse_end(&self.buf[p], mode.deprecate_eof)?;
+                            break parse_end(&self.inbuf[p], mode.deprecate_eof)?;
                         }
                         if first == ERR {
                             let p = self.take(src, len)?;
-                            out.error = Some(parse_err(&self.buf[p])?);
+                            out.error = Some(parse_err(&self.inbuf[p])?);
                             out.rows += rows;
                             return Ok(());
                         }
@@ -764,9 +706,9 @@ impl Reader {
         let first = self.first(src, len)?;
         let p = self.take(src, len)?;
         if first == ERR {
-            return Ok(Err(parse_err(&self.buf[p])?));
+            return Ok(Err(parse_err(&self.inbuf[p])?));
         }
-        let (id, columns, params) = parse_prepare_ok(&self.buf[p])?;
+        let (id, columns, params) = parse_prepare_ok(&self.inbuf[p])?;
         let eof = |n: u16| n > 0 && !mode.deprecate_eof;
         self.skip_definitions(src, params as u64, eof(params), &mut seq)?;
         self.skip_definitions(src, columns as u64, eof(columns), &mut seq)?;
@@ -817,36 +759,8 @@ impl Reader {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::collections::VecDeque;
+    use crate::driver::readbuf::tests::Chunks;
 
-    /// A byte source that hands out its chunks one read at a time (a read gets at most one chunk,
-    /// less if the buffer is smaller), and counts reads.
-    pub struct Chunks {
-        chunks: VecDeque<Vec<u8>>,
-        pub reads: usize,
-    }
-
-    impl Chunks {
-        pub fn new(chunks: Vec<Vec<u8>>) -> Chunks {
-            Chunks { chunks: chunks.into(), reads: 0 }
-        }
-    }
-
-    impl Read for Chunks {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.reads += 1;
-            let Some(front) = self.chunks.front_mut() else { return Ok(0) };
-            let n = front.len().min(buf.len());
-            buf[..n].copy_from_slice(&front[..n]);
-            front.drain(..n);
-            if front.is_empty() {
-                self.chunks.pop_front();
-            }
-            Ok(n)
-        }
-    }
-
-    /// One packet (payload under 16 MiB).
     pub fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
         let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
         p.push(seq);
@@ -1162,7 +1076,7 @@ pub(crate) mod tests {
                 let mut r = Reader::new(READ_BUFFER);
                 let out = read_reply(&mut r, &mut src, mode);
                 assert_eq!((out.rows, out.affected, out.status), (3, 3, Some(2)), "{mode:?} {metadata}");
-                assert!(out.error.is_none() && r.buffered() == 0);
+                assert!(out.error.is_none() && r.inbuf.buffered() == 0);
             }
         }
     }
@@ -1177,7 +1091,7 @@ pub(crate) mod tests {
         assert_eq!((first.rows, first.status), (1, Some(2)));
         let second = read_reply(&mut r, &mut src, MARIADB);
         assert_eq!((second.rows, second.affected, second.status), (0, 7, Some(3)));
-        assert_eq!((src.reads, r.buffered()), (1, 0));
+        assert_eq!((src.reads, r.inbuf.buffered()), (1, 0));
     }
 
     #[test]
@@ -1206,7 +1120,7 @@ pub(crate) mod tests {
             let out = read_reply(&mut r, &mut src, MARIADB);
             assert_eq!((out.rows, out.status), (4, Some(0)), "chunks of {chunk}");
             // Skipped rows never made the buffer grow.
-            assert_eq!(r.capacity(), 64);
+            assert_eq!(r.inbuf.capacity(), 64);
         }
     }
 
@@ -1281,7 +1195,7 @@ pub(crate) mod tests {
             let mut src = Chunks::new(vec![reply_of(&payloads)]);
             let mut r = Reader::new(READ_BUFFER);
             assert_eq!(r.prepare_reply(&mut src, mode).unwrap().unwrap(), Prepared::new(5, 2));
-            assert_eq!(r.buffered(), 0);
+            assert_eq!(r.inbuf.buffered(), 0);
         }
         let mut src = Chunks::new(vec![reply_of(&[err(1146, "42S02", "Table 'db.t' doesn't exist")])]);
         let e = Reader::new(READ_BUFFER).prepare_reply(&mut src, MARIADB).unwrap().unwrap_err();

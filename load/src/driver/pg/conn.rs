@@ -2,34 +2,26 @@
 //! each take one write and (usually) one read.
 
 use super::wire::{self, Reader, Reply};
+use crate::driver::link::Link;
 use crate::driver::lost::{Lost, LOST};
 use crate::driver::net::Stream;
-use crate::driver::{describe, DbError, Outcome, Param, ServerError, Session};
+use crate::driver::{DbError, Outcome, Param, ServerError, Session};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
-use std::io::{self, Write};
-use std::time::Duration;
+use std::io;
 
 pub struct Conn {
-    stream: Stream,
+    /// The stream, the request being written, and whether the connection is closed or lost.
+    link: Link<BytesMut>,
     reader: Reader,
-    /// The request being sent; cleared, never shrunk.
-    wbuf: BytesMut,
     reply: Reply,
-    closed: bool,
-    /// Where a loss of this connection is recorded: None until the startup is over (a failed
-    /// connect is an error of its own, not a lost connection).
-    lost: Option<&'static Lost>,
     /// The last ReadyForQuery's transaction status.
     status: u8,
 }
-
-/// How long the startup (authentication included) may wait for the server.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Conn {
     /// Starts a session on a connected socket: startup message, authentication, then waits for
@@ -40,26 +32,22 @@ impl Conn {
 
     /// `start`, recording a later loss of the connection in `lost`.
     fn start_recording(
-        mut stream: Stream,
+        stream: Stream,
         user: &str,
         dbname: &str,
         password: &str,
         lost: &'static Lost,
     ) -> Result<Conn, DbError> {
-        stream.set_timeouts(Some(STARTUP_TIMEOUT)).map_err(DbError::io)?;
         let mut c = Conn {
-            stream,
+            link: Link::starting(stream, BytesMut::with_capacity(4096))?,
             reader: Reader::new(wire::READ_BUFFER),
-            wbuf: BytesMut::with_capacity(4096),
             reply: Reply::default(),
-            closed: false,
-            lost: None,
             status: 0,
         };
         let params =
             [("user", user), ("database", dbname), ("application_name", "dbsweep-load"), ("client_encoding", "UTF8")];
-        frontend::startup_message(params, &mut c.wbuf).map_err(DbError::client)?;
-        c.send()?;
+        frontend::startup_message(params, &mut c.link.wbuf).map_err(DbError::client)?;
+        c.link.send()?;
         c.authenticate(user, password)?;
         loop {
             // ParameterStatus, BackendKeyData and NoticeResponse come before it.
@@ -68,9 +56,8 @@ impl Conn {
                 break;
             }
         }
-        c.stream.set_timeouts(None).map_err(DbError::io)?;
         // Established: from now on, breaking is a lost connection.
-        c.lost = Some(lost);
+        c.link.established(lost)?;
         Ok(c)
     }
 
@@ -80,21 +67,21 @@ impl Conn {
         let mut scram: Option<ScramSha256> = None;
         loop {
             let m = self.next_message()?;
-            self.wbuf.clear();
+            self.link.wbuf.clear();
             match m {
                 Message::AuthenticationOk => return Ok(()),
                 Message::AuthenticationCleartextPassword => {
                     if password.is_empty() {
                         return Err(need_password());
                     }
-                    frontend::password_message(password.as_bytes(), &mut self.wbuf).map_err(DbError::client)?;
+                    frontend::password_message(password.as_bytes(), &mut self.link.wbuf).map_err(DbError::client)?;
                 }
                 Message::AuthenticationMd5Password(body) => {
                     if password.is_empty() {
                         return Err(need_password());
                     }
                     let hash = md5_hash(user.as_bytes(), password.as_bytes(), body.salt());
-                    frontend::password_message(hash.as_bytes(), &mut self.wbuf).map_err(DbError::client)?;
+                    frontend::password_message(hash.as_bytes(), &mut self.link.wbuf).map_err(DbError::client)?;
                 }
                 Message::AuthenticationSasl(body) => {
                     if password.is_empty() {
@@ -108,14 +95,14 @@ impl Conn {
                     }
                     // No TLS, so no channel binding.
                     let s = ScramSha256::new(password.as_bytes(), ChannelBinding::unsupported());
-                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.wbuf)
+                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.link.wbuf)
                         .map_err(DbError::client)?;
                     scram = Some(s);
                 }
                 Message::AuthenticationSaslContinue(body) => {
                     let s = scram.as_mut().ok_or_else(|| DbError::Client("SASL continue before SASL start".into()))?;
                     s.update(body.data()).map_err(DbError::client)?;
-                    frontend::sasl_response(s.message(), &mut self.wbuf).map_err(DbError::client)?;
+                    frontend::sasl_response(s.message(), &mut self.link.wbuf).map_err(DbError::client)?;
                 }
                 Message::AuthenticationSaslFinal(body) => {
                     let s = scram.as_mut().ok_or_else(|| DbError::Client("SASL final before SASL start".into()))?;
@@ -126,53 +113,20 @@ impl Conn {
                 Message::NoticeResponse(_) | Message::ParameterStatus(_) => continue,
                 _ => return Err(DbError::Client("unsupported authentication method requested by the server".into())),
             }
-            self.send()?;
+            self.link.send()?;
         }
     }
 
     /// The next whole message; an ErrorResponse becomes the error (startup is over then).
     fn next_message(&mut self) -> Result<Message, DbError> {
-        match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
+        match self.reader.message(&mut self.link.stream).map_err(|e| self.link.broken(e))? {
             Message::ErrorResponse(body) => {
-                let e = DbError::Server(wire::error_from_body(&body).map_err(|e| self.broken(e))?);
+                let e = DbError::Server(wire::error_from_body(&body).map_err(|e| self.link.broken(e))?);
                 // During startup every error ends the session.
-                self.close_after(&e);
+                self.link.close_after(&e);
                 Err(e)
             }
             m => Ok(m),
-        }
-    }
-
-    /// Marks the connection unusable after an I/O or protocol error.
-    #[cold]
-    fn broken(&mut self, e: io::Error) -> DbError {
-        let e = DbError::io(e);
-        self.close_after(&e);
-        e
-    }
-
-    /// Marks the connection unusable after `e`. An established connection is recorded as lost,
-    /// once: `closed` stays set, and a closed connection sends nothing more. Only failures come
-    /// here, so the record (a lock, the reason's text) costs a healthy query nothing.
-    #[cold]
-    fn close_after(&mut self, e: &DbError) {
-        if !self.closed {
-            if let Some(lost) = self.lost {
-                lost.record(describe(e));
-            }
-        }
-        self.closed = true;
-    }
-
-    /// Sends the request in `wbuf`, in one write unless the kernel takes it in parts.
-    #[inline]
-    fn send(&mut self) -> Result<(), DbError> {
-        if self.closed {
-            return Err(DbError::Closed("the connection is closed".into()));
-        }
-        match self.stream.write_all(&self.wbuf) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.broken(e)),
         }
     }
 
@@ -180,14 +134,14 @@ impl Conn {
     #[inline]
     fn finish(&mut self) -> Result<Outcome, DbError> {
         self.reply.clear();
-        if let Err(e) = self.reader.reply(&mut self.stream, &mut self.reply) {
-            return Err(self.broken(e));
+        if let Err(e) = self.reader.reply(&mut self.link.stream, &mut self.reply) {
+            return Err(self.link.broken(e));
         }
         if let Some(e) = self.reply.error.take() {
             let fatal = e.fatal;
             let e = DbError::Server(e);
             if fatal {
-                self.close_after(&e);
+                self.link.close_after(&e);
             } else {
                 self.status = self.reply.status;
             }
@@ -201,12 +155,12 @@ impl Conn {
 impl Session for Conn {
     /// Prepares named statements, (name, SQL) each, parameter types left to the server; one round trip.
     fn prepare(&mut self, statements: &[(&str, &str)]) -> Result<(), DbError> {
-        self.wbuf.clear();
+        self.link.wbuf.clear();
         for (name, sql) in statements {
-            frontend::parse(name, sql, [], &mut self.wbuf).map_err(DbError::client)?;
+            frontend::parse(name, sql, [], &mut self.link.wbuf).map_err(DbError::client)?;
         }
-        frontend::sync(&mut self.wbuf);
-        self.send()?;
+        frontend::sync(&mut self.link.wbuf);
+        self.link.send()?;
         self.finish().map(|_| ())
     }
 
@@ -217,9 +171,9 @@ impl Session for Conn {
         statement: &str,
         params: impl IntoIterator<Item = &'a P>,
     ) -> Result<Outcome, DbError> {
-        self.wbuf.clear();
-        wire::bind_execute(statement, params, &mut self.wbuf).map_err(DbError::client)?;
-        self.send()?;
+        self.link.wbuf.clear();
+        wire::bind_execute(statement, params, &mut self.link.wbuf).map_err(DbError::client)?;
+        self.link.send()?;
         self.finish()
     }
 
@@ -227,34 +181,34 @@ impl Session for Conn {
     /// rows add up, `affected` is the last statement's).
     #[inline]
     fn simple(&mut self, sql: &str) -> Result<Outcome, DbError> {
-        self.wbuf.clear();
-        frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
-        self.send()?;
+        self.link.wbuf.clear();
+        frontend::query(sql, &mut self.link.wbuf).map_err(DbError::client)?;
+        self.link.send()?;
         self.finish()
     }
 
     /// Runs one query with the simple protocol and returns its rows as text (NULL as None).
     fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
-        self.wbuf.clear();
-        frontend::query(sql, &mut self.wbuf).map_err(DbError::client)?;
-        self.send()?;
+        self.link.wbuf.clear();
+        frontend::query(sql, &mut self.link.wbuf).map_err(DbError::client)?;
+        self.link.send()?;
         let mut rows = Vec::new();
         let mut error = None;
         loop {
-            match self.reader.message(&mut self.stream).map_err(|e| self.broken(e))? {
+            match self.reader.message(&mut self.link.stream).map_err(|e| self.link.broken(e))? {
                 Message::DataRow(body) => {
                     let mut ranges = body.ranges();
                     let mut row = Vec::new();
-                    while let Some(r) = ranges.next().map_err(|e| self.broken(e))? {
+                    while let Some(r) = ranges.next().map_err(|e| self.link.broken(e))? {
                         row.push(r.map(|r| String::from_utf8_lossy(&body.buffer()[r]).into_owned()));
                     }
                     rows.push(row);
                 }
                 Message::ErrorResponse(body) => {
-                    let e: ServerError = wire::error_from_body(&body).map_err(|e| self.broken(e))?;
+                    let e: ServerError = wire::error_from_body(&body).map_err(|e| self.link.broken(e))?;
                     if e.fatal {
                         let e = DbError::Server(e);
-                        self.close_after(&e);
+                        self.link.close_after(&e);
                         return Err(e);
                     }
                     error.get_or_insert(DbError::Server(e));
@@ -264,7 +218,7 @@ impl Session for Conn {
                     break;
                 }
                 Message::CopyInResponse(_) => {
-                    return Err(self.broken(io::Error::new(io::ErrorKind::InvalidData, "unexpected COPY IN")))
+                    return Err(self.link.broken(io::Error::new(io::ErrorKind::InvalidData, "unexpected COPY IN")))
                 }
                 _ => {}
             }
@@ -276,7 +230,7 @@ impl Session for Conn {
     }
 
     fn is_closed(&self) -> bool {
-        self.closed
+        self.link.closed
     }
 
     /// Inside a transaction block, failed or not (the last ReadyForQuery said so).
@@ -288,11 +242,10 @@ impl Session for Conn {
 impl Drop for Conn {
     /// Says goodbye, so the server does not log an unexpected EOF.
     fn drop(&mut self) {
-        if !self.closed {
-            self.wbuf.clear();
-            frontend::terminate(&mut self.wbuf);
-            let _ = self.stream.write_all(&self.wbuf);
-        }
+        self.link.farewell(|b| {
+            b.clear();
+            frontend::terminate(b);
+        });
     }
 }
 
@@ -301,7 +254,7 @@ mod tests {
     use super::*;
     use crate::driver::error_kind;
     use crate::driver::pg::wire::tests::{complete, data_row, error, msg, ready};
-    use std::io::Read;
+    use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
     use std::thread;
     use std::time::Instant;

@@ -15,6 +15,7 @@ use postgres_protocol::IsNull;
 use std::io::{self, Read};
 use std::ops::Range;
 
+use crate::driver::readbuf::ReadBuf;
 use crate::driver::{Param, ParamValue, ServerError};
 
 /// Tag byte plus the length word.
@@ -101,84 +102,26 @@ fn invalid(msg: String) -> io::Error {
 
 /// Buffered reading of backend messages.
 pub struct Reader {
-    buf: Vec<u8>,
-    /// Unconsumed bytes are buf[start..end].
-    start: usize,
-    end: usize,
+    inbuf: ReadBuf,
 }
 
 impl Reader {
     pub fn new(capacity: usize) -> Reader {
-        Reader { buf: vec![0; capacity.max(HEADER_LEN)], start: 0, end: 0 }
-    }
-
-    pub fn buffered(&self) -> usize {
-        self.end - self.start
-    }
-
-    #[cfg(test)]
-    pub fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// One read from `src`, after making room for `need` bytes from `start`.
-    #[inline]
-    fn read_more<R: Read>(&mut self, src: &mut R, need: usize) -> io::Result<()> {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-        if self.start + need > self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-            if need > self.buf.len() {
-                self.buf.resize(need, 0);
-            }
-        }
-        loop {
-            match src.read(&mut self.buf[self.end..]) {
-                Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    #[inline]
-    fn fill<R: Read>(&mut self, src: &mut R, need: usize) -> io::Result<()> {
-        while self.buffered() < need {
-            self.read_more(src, need)?;
-        }
-        Ok(())
+        Reader { inbuf: ReadBuf::new(capacity.max(HEADER_LEN)) }
     }
 
     /// The next message's tag and total length (tag byte included), reading until its header is in.
     #[inline]
     pub fn header<R: Read>(&mut self, src: &mut R) -> io::Result<(u8, usize)> {
-        self.fill(src, HEADER_LEN)?;
-        let h = Header::parse(&self.buf[self.start..self.end])?.expect("a whole header is buffered");
+        self.inbuf.fill(src, HEADER_LEN)?;
+        let h = Header::parse(self.inbuf.peek(HEADER_LEN))?.expect("a whole header is buffered");
         Ok((h.tag(), h.len() as usize + 1))
     }
 
     /// Consumes the current message of `total` bytes without keeping it, reading past it as needed.
     #[inline]
-    pub fn skip<R: Read>(&mut self, src: &mut R, mut total: usize) -> io::Result<()> {
-        loop {
-            let have = self.buffered();
-            if have >= total {
-                self.start += total;
-                return Ok(());
-            }
-            total -= have;
-            self.start = 0;
-            self.end = 0;
-            self.read_more(src, 1)?;
-        }
+    pub fn skip<R: Read>(&mut self, src: &mut R, total: usize) -> io::Result<()> {
+        self.inbuf.skip(src, total)
     }
 
     /// Consumes the current message of `total` bytes, buffered whole; returns where its body is.
@@ -188,10 +131,9 @@ impl Reader {
         if total > MAX_KEPT_MESSAGE {
             return Err(invalid(format!("a {total}-byte message from the server")));
         }
-        self.fill(src, total)?;
-        let body = self.start + HEADER_LEN..self.start + total;
-        self.start += total;
-        Ok(body)
+        self.inbuf.fill(src, total)?;
+        let whole = self.inbuf.take(total);
+        Ok(whole.start + HEADER_LEN..whole.end)
     }
 
     /// The next whole message, decoded by `postgres_protocol` (allocates: for the connection's start
@@ -199,7 +141,7 @@ impl Reader {
     pub fn message<R: Read>(&mut self, src: &mut R) -> io::Result<Message> {
         let (_, total) = self.header(src)?;
         let body = self.take(src, total)?;
-        let mut whole = BytesMut::from(&self.buf[body.start - HEADER_LEN..body.end]);
+        let mut whole = BytesMut::from(&self.inbuf[body.start - HEADER_LEN..body.end]);
         Message::parse(&mut whole)?.ok_or_else(|| invalid("a truncated message".into()))
     }
 
@@ -215,16 +157,16 @@ impl Reader {
                 }
                 backend::COMMAND_COMPLETE_TAG => {
                     let body = self.take(src, total)?;
-                    out.affected = command_rows(&self.buf[body]);
+                    out.affected = command_rows(&self.inbuf[body]);
                 }
                 backend::READY_FOR_QUERY_TAG => {
                     let body = self.take(src, total)?;
-                    out.status = *self.buf[body].first().ok_or_else(|| invalid("an empty ReadyForQuery".into()))?;
+                    out.status = *self.inbuf[body].first().ok_or_else(|| invalid("an empty ReadyForQuery".into()))?;
                     return Ok(());
                 }
                 backend::ERROR_RESPONSE_TAG => {
                     let body = self.take(src, total)?;
-                    let e = parse_error(&self.buf[body.start - HEADER_LEN..body.end])?;
+                    let e = parse_error(&self.inbuf[body.start - HEADER_LEN..body.end])?;
                     let fatal = e.fatal;
                     if out.error.is_none() {
                         out.error = Some(e);
@@ -299,34 +241,7 @@ pub fn bind_execute<'a, P: Param + 'a>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::collections::VecDeque;
-
-    /// A byte source that hands out its chunks one read at a time (a read gets at most one chunk,
-    /// less if the buffer is smaller), and counts reads.
-    pub struct Chunks {
-        chunks: VecDeque<Vec<u8>>,
-        pub reads: usize,
-    }
-
-    impl Chunks {
-        pub fn new(chunks: Vec<Vec<u8>>) -> Chunks {
-            Chunks { chunks: chunks.into(), reads: 0 }
-        }
-    }
-
-    impl Read for Chunks {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.reads += 1;
-            let Some(front) = self.chunks.front_mut() else { return Ok(0) };
-            let n = front.len().min(buf.len());
-            buf[..n].copy_from_slice(&front[..n]);
-            front.drain(..n);
-            if front.is_empty() {
-                self.chunks.pop_front();
-            }
-            Ok(n)
-        }
-    }
+    use crate::driver::readbuf::tests::Chunks;
 
     pub fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];
@@ -388,7 +303,7 @@ pub(crate) mod tests {
         let mut r = Reader::new(READ_BUFFER);
         let out = read_reply(&mut r, &mut src);
         assert_eq!((out.rows, out.affected, out.status, src.reads), (3, 3, b'I', 1));
-        assert!(out.error.is_none() && r.buffered() == 0);
+        assert!(out.error.is_none() && r.inbuf.buffered() == 0);
     }
 
     #[test]
@@ -417,12 +332,12 @@ pub(crate) mod tests {
         let mut r = Reader::new(READ_BUFFER);
         let first = read_reply(&mut r, &mut src);
         assert_eq!((first.rows, first.affected, first.status), (1, 1, b'I'));
-        assert!(r.buffered() > 0);
+        assert!(r.inbuf.buffered() > 0);
         let second = read_reply(&mut r, &mut src);
         assert_eq!((second.rows, second.affected, second.status), (0, 7, b'T'));
         // The second reply came from the buffer: no read after the first.
         assert_eq!(src.reads, 1);
-        assert_eq!(r.buffered(), 0);
+        assert_eq!(r.inbuf.buffered(), 0);
     }
 
     #[test]
@@ -470,7 +385,7 @@ pub(crate) mod tests {
             let out = read_reply(&mut r, &mut src);
             assert_eq!((out.rows, out.affected, out.status), (3, 3, b'I'), "chunks of {chunk}");
             // Skipped rows never made the buffer grow.
-            assert_eq!(r.capacity(), 64);
+            assert_eq!(r.inbuf.capacity(), 64);
         }
     }
 
@@ -483,7 +398,7 @@ pub(crate) mod tests {
         let mut r = Reader::new(64);
         let out = read_reply(&mut r, &mut src);
         assert_eq!(out.error.unwrap().message, long);
-        assert!(r.capacity() > 500);
+        assert!(r.inbuf.capacity() > 500);
     }
 
     #[test]
