@@ -1,17 +1,25 @@
 """What the server engines' instances share: a free loopback port, ownership of the files they make for the
 server's user, how a server process ended, and the lines of its log that explain a failure (each engine
-gives the patterns its own server writes)."""
+gives the patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine
+ has proven the process is that server."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import pwd
 import re
 import signal
 import socket
+import time
 from pathlib import Path
 
+import psutil
+
 from dbsweep.errors import ServerError
+
+_log = logging.getLogger(__name__)
 
 
 def chown(path: Path, user: str | None) -> None:
@@ -72,3 +80,44 @@ def log_lines(
     except OSError:
         return f"    (no log at {log})"
     return explaining_lines(lines, explaining, limit, noise)
+
+
+def stop_left_behind(
+    datadir: Path,
+    pidfile: Path,
+    pid: int,
+    proc: psutil.Process | None,
+    proof: str | None,
+    *,
+    server: str,
+    stop: tuple[signal.Signals, str],
+    last: tuple[signal.Signals, str],
+    patience: int,
+) -> None:
+    """Stops the server a killed dbsweep left on `datadir` when `proof` (the engine's reason to know that
+    `proc` is that server) is given: `stop` (signal, what it does), then `last` after `patience` seconds.
+    Without proof, or with no process, the PID file is set aside (renamed), never signalled: PIDs are
+    recycled. `server` names the process in messages ("postmaster")."""
+    if proc is None or proof is None:
+        aside = pidfile.with_name(f"{pidfile.name}.stale-{int(time.time())}")
+        with contextlib.suppress(OSError):
+            pidfile.rename(aside)
+        who = "no process" if proc is None else f"a process that is not this data directory's {server}"
+        _log.warning("stale PID file in %s names PID %s, %s; set it aside as %s", datadir, pid, who, aside.name)
+        return
+    _log.warning("a server left behind on %s is still running (%s): stopping it (%s)", datadir, proof, stop[1])
+    with contextlib.suppress(psutil.Error):
+        proc.send_signal(stop[0])
+        try:
+            proc.wait(timeout=5)
+            return
+        except psutil.TimeoutExpired:
+            _log.warning(
+                "waiting up to %d s more for the server on %s (PID %d) to shut down", patience - 5, datadir, pid
+            )
+        try:
+            proc.wait(timeout=patience - 5)
+        except psutil.TimeoutExpired:
+            _log.warning("the server on %s (PID %d) did not shut down in %d s: %s", datadir, pid, patience, last[1])
+            proc.send_signal(last[0])
+            proc.wait(timeout=30)

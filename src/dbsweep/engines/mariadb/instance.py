@@ -174,27 +174,17 @@ def stop_stale(datadir: Path) -> None:
     except psutil.Error:
         proc = None
     proof = _is_server_of(proc, datadir, pidfile) if proc is not None else None
-    if proc is None or proof is None:
-        aside = pidfile.with_name(f"{PID_FILE}.stale-{int(time.time())}")
-        with contextlib.suppress(OSError):
-            pidfile.rename(aside)
-        who = "no process" if proc is None else "a process that is not this data directory's server"
-        _log.warning("stale PID file in %s names PID %s, %s; set it aside as %s", datadir, pid, who, aside.name)
-        return
-    _log.warning("a server left behind on %s is still running (%s): stopping it (SIGTERM)", datadir, proof)
-    with contextlib.suppress(psutil.Error):
-        proc.send_signal(signal.SIGTERM)  # a clean shutdown
-        try:
-            proc.wait(timeout=5)
-            return
-        except psutil.TimeoutExpired:
-            _log.warning("waiting up to 115 s more for the server on %s (PID %d) to shut down", datadir, pid)
-        try:
-            proc.wait(timeout=115)
-        except psutil.TimeoutExpired:
-            _log.warning("the server on %s (PID %d) did not shut down in 120 s: killing it", datadir, pid)
-            proc.kill()
-            proc.wait(timeout=30)
+    servers.stop_left_behind(
+        datadir,
+        pidfile,
+        pid,
+        proc,
+        proof,
+        server="server",
+        stop=(signal.SIGTERM, "SIGTERM"),  # a clean shutdown
+        last=(signal.SIGKILL, "killing it"),
+        patience=120,
+    )
 
 
 # ---- the instance ------------------------------------------------------------------------------------------

@@ -111,27 +111,17 @@ def stop_stale(datadir: Path) -> None:
     except psutil.Error:
         proc = None
     proof = _is_postmaster_of(proc, datadir, lines) if proc is not None else None
-    if proc is None or proof is None:
-        aside = pidfile.with_name(f"postmaster.pid.stale-{int(time.time())}")
-        with contextlib.suppress(OSError):
-            pidfile.rename(aside)
-        who = "no process" if proc is None else "a process that is not this data directory's postmaster"
-        _log.warning("stale PID file in %s names PID %s, %s; set it aside as %s", datadir, pid, who, aside.name)
-        return
-    _log.warning("a server left behind on %s is still running (%s): stopping it (fast shutdown)", datadir, proof)
-    with contextlib.suppress(psutil.Error):
-        proc.send_signal(signal.SIGINT)  # fast shutdown
-        try:
-            proc.wait(timeout=5)
-            return
-        except psutil.TimeoutExpired:
-            _log.warning("waiting up to 55 s more for the server on %s (PID %d) to shut down", datadir, pid)
-        try:
-            proc.wait(timeout=55)
-        except psutil.TimeoutExpired:
-            _log.warning("the server on %s (PID %d) did not shut down in 60 s: immediate shutdown", datadir, pid)
-            proc.send_signal(signal.SIGQUIT)
-            proc.wait(timeout=30)
+    servers.stop_left_behind(
+        datadir,
+        pidfile,
+        pid,
+        proc,
+        proof,
+        server="postmaster",
+        stop=(signal.SIGINT, "fast shutdown"),
+        last=(signal.SIGQUIT, "immediate shutdown"),
+        patience=60,
+    )
 
 
 def _wrapped_leftovers(datadir: Path) -> list[psutil.Process]:
