@@ -1,7 +1,7 @@
 """What the server engines' instances share: a free loopback port, ownership of the files they make for the
-server's user, how a server process ended, and the lines of its log that explain a failure (each engine
-gives the patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine
- has proven the process is that server."""
+server's user, how a server process ended, the lines of its log that explain a failure (each engine gives the
+patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine has
+proven the process is that server."""
 
 from __future__ import annotations
 
