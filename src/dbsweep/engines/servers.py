@@ -12,6 +12,7 @@ import pwd
 import re
 import signal
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +38,21 @@ def free_port() -> int:
             return int(s.getsockname()[1])
     except OSError as e:
         raise ServerError(f"no free TCP port on 127.0.0.1 for the server ({e.strerror}).") from None
+
+
+def socket_dir(home: Path, limit: int, user: str | None) -> tuple[Path, bool]:
+    """A 0700 directory of the server's user for its Unix socket: `home`/sock, or, when that path is longer
+    than `limit` (the socket's path must fit sun_path), a new private one in /tmp. Returns it and whether it
+    is such a temporary directory (to remove after the server stops)."""
+    wanted = home / "sock"
+    if len(str(wanted)) <= limit:
+        wanted.mkdir(exist_ok=True)
+        path, temporary = wanted, False
+    else:
+        path, temporary = Path(tempfile.mkdtemp(prefix="dbsweep-")), True
+    path.chmod(0o700)
+    chown(path, user)
+    return path, temporary
 
 
 def log_size(log: Path) -> int:

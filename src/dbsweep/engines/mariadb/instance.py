@@ -28,7 +28,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -376,17 +375,7 @@ class Server(Instance):
     # ---- start and stop
 
     def _pick_socket_dir(self) -> Path:
-        wanted = self.home / "sock"
-        if len(str(wanted)) <= _SOCKET_PATH_MAX:
-            wanted.mkdir(exist_ok=True)
-            self._own_socket_dir = False
-            path = wanted
-        else:
-            # The workspace path is too long for a Unix socket: use a private directory in /tmp.
-            path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
-            self._own_socket_dir = True
-        path.chmod(0o700)
-        servers.chown(path, self.user)
+        path, self._own_socket_dir = servers.socket_dir(self.home, _SOCKET_PATH_MAX, self.user)
         # A server that was killed leaves its socket and the lock beside it, which names its old PID: a start
         # would refuse the lock if that PID is now another live process. Nothing runs here now.
         for leftover in (path / SOCKET_NAME, path / f"{SOCKET_NAME}.lock"):

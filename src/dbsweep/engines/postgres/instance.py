@@ -9,7 +9,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -236,17 +235,7 @@ class Server(Instance):
         )
 
     def _pick_socket_dir(self) -> Path:
-        wanted = self.home / "sock"
-        if len(str(wanted)) <= _SOCKET_PATH_MAX:
-            wanted.mkdir(exist_ok=True)
-            self._own_socket_dir = False
-            path = wanted
-        else:
-            # The workspace path is too long for a Unix socket: use a private directory in /tmp.
-            path = Path(tempfile.mkdtemp(prefix="dbsweep-"))
-            self._own_socket_dir = True
-        path.chmod(0o700)
-        servers.chown(path, self.user)
+        path, self._own_socket_dir = servers.socket_dir(self.home, _SOCKET_PATH_MAX, self.user)
         return path
 
     def start(self, timeout: float | None = None) -> None:
