@@ -226,6 +226,27 @@ class Recipe(ABC):
             )
         return {"profile_files": len(files), "profile_bytes": sum(f.stat().st_size for f in files)}
 
+    def check_server_profile(
+        self, profile: Path, user: str | None, note: LogFn, markers: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """`check_profile` for a server: some of the profile must come from the server's own code, whose
+        objects' paths contain one of `markers` (gcc names each profile after its object's absolute path,
+        '/' turned into '#': "#src#backend#")."""
+        files = list(profile.glob("*.gcda"))
+        server_files = [f for f in files if any(m in f.name for m in markers)]
+        note(f"PGO profile: {len(files)} files, {len(server_files)} from the server, in {profile}")
+        if not server_files:
+            who = f"user {user!r}" if user else "the server"
+            raise DbsweepError(
+                f"the PGO training run left no profile data for the server in {profile} "
+                f"({len(files)} files in all); {who} must be able to write there"
+            )
+        return {
+            "profile_files": len(files),
+            "server_profile_files": len(server_files),
+            "profile_bytes": sum(f.stat().st_size for f in files),
+        }
+
     # ---- failures -----------------------------------------------------------------------------------------
 
     def explain(self, failure: Failure) -> str:

@@ -30,6 +30,24 @@ def chown(path: Path, user: str | None) -> None:
         os.chown(path, pw.pw_uid, pw.pw_gid)
 
 
+def server_user(users: tuple[str, ...], refusal: str) -> str | None:
+    """The user servers run as: None (ourselves) unless we are root; then $DBSWEEP_SERVER_USER or the first
+    of `users` that exists. `refusal` says why root will not do ("Postgres refuses to")."""
+    if os.geteuid() != 0:
+        return None
+    wanted = os.environ.get("DBSWEEP_SERVER_USER")
+    for name in [wanted] if wanted else users:
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise ServerError(
+        f"dbsweep runs as root but {refusal}; create the user 'dbsweep' "
+        "(scripts/setup.sh does) or set DBSWEEP_SERVER_USER to an unprivileged user."
+    )
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on now."""
     try:

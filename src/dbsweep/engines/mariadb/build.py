@@ -245,21 +245,7 @@ class MariadbRecipe(Recipe):
                 run.attach(f"training: {f.name}", f)
 
     def check_profile(self, profile: Path, user: str | None, note: LogFn) -> dict[str, Any]:
-        files = list(profile.glob("*.gcda"))
-        # gcc names each profile after its object's absolute path, '/' turned into '#'.
-        server_files = [f for f in files if "#sql#" in f.name or "#storage#innobase#" in f.name]
-        note(f"PGO profile: {len(files)} files, {len(server_files)} from the server, in {profile}")
-        if not server_files:
-            who = f"user {user!r}" if user else "the server"
-            raise DbsweepError(
-                f"the PGO training run left no profile data for the server in {profile} "
-                f"({len(files)} files in all); {who} must be able to write there"
-            )
-        return {
-            "profile_files": len(files),
-            "server_profile_files": len(server_files),
-            "profile_bytes": sum(f.stat().st_size for f in files),
-        }
+        return self.check_server_profile(profile, user, note, ("#sql#", "#storage#innobase#"))
 
     def explain(self, failure: Failure) -> str:
         if failure.step.what != "cmake":

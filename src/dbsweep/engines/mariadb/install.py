@@ -9,15 +9,13 @@ looks in each.
 
 from __future__ import annotations
 
-import os
-import pwd
 import re
 import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from dbsweep.engines import base
+from dbsweep.engines import base, servers
 from dbsweep.errors import DbsweepError, ServerError
 
 SYSTEM_SERVER = Path("/usr/sbin/mariadbd")
@@ -152,16 +150,4 @@ def system_install(source: str) -> Install:
 
 def server_user() -> str | None:
     """The user servers run as: None (ourselves) unless we are root."""
-    if os.geteuid() != 0:
-        return None
-    wanted = os.environ.get("DBSWEEP_SERVER_USER")
-    for name in [wanted] if wanted else SERVER_USERS:
-        try:
-            pwd.getpwnam(name)
-            return name
-        except KeyError:
-            continue
-    raise ServerError(
-        "dbsweep runs as root but MariaDB servers do not; create the user 'dbsweep' "
-        "(scripts/setup.sh does) or set DBSWEEP_SERVER_USER to an unprivileged user."
-    )
+    return servers.server_user(SERVER_USERS, "MariaDB servers do not")
