@@ -175,9 +175,9 @@ class Support(ABC):
 
     # ---- credentials ---------------------------------------------------------------------------------------
 
-    @abstractmethod
     def wrong_password(self, access: Access) -> Access | None:
         """The same way in, with a password the server refuses; None for an engine without credentials."""
+        return Access(list(access.args), {**access.env, "DBSWEEP_PASSWORD": "wrong"})
 
     # ---- sysbench itself, for the equivalence test -------------------------------------------------------
 
@@ -195,9 +195,10 @@ class Support(ABC):
     def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
         """A PID file as the server writes it, naming `pid`, this data directory and a start time."""
 
-    @abstractmethod
     def set_aside(self, datadir: Path) -> list[Path]:
         """The PID files `Engine.stop_stale` set aside."""
+        pidfile = self.pidfile(datadir)
+        return sorted(datadir.glob(f"{pidfile.name}.stale-*"))
 
 
 class PostgresSupport(Support):
@@ -356,9 +357,6 @@ class PostgresSupport(Support):
     def housekeeping(self, text: str) -> bool:
         return re.search(r"pg_catalog|^(SET|SHOW|DEALLOCATE)", text, re.IGNORECASE) is not None
 
-    def wrong_password(self, access: Access) -> Access:
-        return Access(list(access.args), {**access.env, "DBSWEEP_PASSWORD": "wrong"})
-
     def sysbench_driver(self, instance: Instance, database: str) -> list[str] | None:
         from dbsweep.engines.postgres import DB_USER
 
@@ -378,9 +376,6 @@ class PostgresSupport(Support):
 
     def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
         self.pidfile(datadir).write_text(f"{pid}\n{datadir}\n{started}\n5432\n/tmp\n")
-
-    def set_aside(self, datadir: Path) -> list[Path]:
-        return sorted(datadir.glob("postmaster.pid.stale-*"))
 
 
 def _timestamp(value: bytes) -> datetime.datetime:
@@ -853,9 +848,6 @@ class MariadbSupport(Support):
             is not None
         )
 
-    def wrong_password(self, access: Access) -> Access:
-        return Access(list(access.args), {**access.env, "DBSWEEP_PASSWORD": "wrong"})
-
     def sysbench_driver(self, instance: Instance, database: str) -> list[str] | None:
         from dbsweep.engines.mariadb import DB_USER
 
@@ -876,9 +868,6 @@ class MariadbSupport(Support):
     def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
         """The server writes its PID alone (no start time: stop_stale reads where the process runs)."""
         self.pidfile(datadir).write_text(f"{pid}\n")
-
-    def set_aside(self, datadir: Path) -> list[Path]:
-        return sorted(datadir.glob("mariadbd.pid.stale-*"))
 
 
 SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport(), MariadbSupport())}
