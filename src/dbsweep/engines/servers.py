@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from dbsweep import procs
 from dbsweep.errors import ServerError
 
 _log = logging.getLogger(__name__)
@@ -71,6 +72,21 @@ def socket_dir(home: Path, limit: int, user: str | None) -> tuple[Path, bool]:
     path.chmod(0o700)
     chown(path, user)
     return path, temporary
+
+
+def check_reachable(home: Path, user: str | None) -> None:
+    """The server's user must reach its home (the data directory under it); a private parent (mode 700)
+    stops it, and the error names that parent."""
+    if user is None:
+        return
+    if procs.run_as(["test", "-w", home], user=user).returncode == 0:
+        return
+    blocking = next((p for p in reversed(home.parents) if not p.stat().st_mode & 0o001), None)
+    where = f"{blocking} is private (mode {blocking.stat().st_mode & 0o777:o})" if blocking else "permissions"
+    raise ServerError(
+        f"the server runs as user {user!r}, who cannot reach {home}: {where}; "
+        "put the workspace somewhere that user can reach (e.g. under /tmp or /srv)."
+    )
 
 
 def log_size(log: Path) -> int:

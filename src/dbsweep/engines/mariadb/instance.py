@@ -316,17 +316,7 @@ class Server(Instance):
         servers.chown(path, self.user)
 
     def _check_reachable(self) -> None:
-        """The server user must reach its data directory; a private parent (mode 700) stops it."""
-        if self.user is None:
-            return
-        if procs.run_as(["test", "-w", self.home], user=self.user).returncode == 0:
-            return
-        blocking = next((p for p in reversed(self.home.parents) if not p.stat().st_mode & 0o001), None)
-        where = f"{blocking} is private (mode {blocking.stat().st_mode & 0o777:o})" if blocking else "permissions"
-        raise ServerError(
-            f"the server runs as user {self.user!r}, who cannot reach {self.home}: {where}; "
-            "put the workspace somewhere that user can reach (e.g. under /tmp or /srv)."
-        )
+        servers.check_reachable(self.home, self.user)
 
     def defaults_text(self, port: int) -> str:
         """The server's option file: where everything is (dbsweep's, which a diff cannot set), then the diff."""
