@@ -15,7 +15,8 @@ packages=(
   postgresql-15 postgresql-client-15 postgresql-contrib libpq5  # the engine and its client library
   python3 python3-venv                                          # the orchestrator
   build-essential pkg-config ca-certificates git                # the load client and source builds
-  dpkg-dev debian-archive-keyring                               # fetching Debian's Postgres sources
+  dpkg-dev debian-archive-keyring                               # fetching Debian's source packages
+  debian-keyring gpg                                            # checking a .dsc fetched from the archive's pool
   bison flex libreadline-dev zlib1g-dev libicu-dev liblz4-dev    # building Postgres from source
   libzstd-dev liburing-dev libssl-dev ccache clang
   procps psmisc                                                 # process inspection in tests

@@ -89,7 +89,7 @@ def check(study: Study) -> Preflight:
         *_connection_problems(study, look),
     ]
     est = estimate(study, look)
-    warnings = [*_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
+    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
         warnings=[f"{where}: {f}: {m}" for f, m in warnings],
@@ -180,6 +180,8 @@ class _Look:
         self.recipe = installs.recipe_of(study.engine)
         self.naming = installs.naming_of(study.engine)
         self.problems: list[Found] = []
+        self.warnings: list[Found] = []
+        self._pool_notes: dict[str, str] = {}  # source -> why the run will look for it in Debian's pool
         self.known: list[_Known] = []
         self.needed: dict[tuple[str, str], recipes.Variant] = {}  # (source, variant) -> the build to make
         ws = study.workspace_dir
@@ -256,6 +258,8 @@ class _Look:
         problem, tree = self._source(spec, kind)
         if problem is not None:
             self.problems.append((f"targets[{i}].source", problem))
+        if spec in self._pool_notes:
+            self.warnings.append((f"targets[{i}].source", self._pool_notes.pop(spec)))
         found = None
         if tree is not None and tree.identity in self._identities and shutil.which(variant.compiler):
             try:
@@ -294,6 +298,13 @@ class _Look:
                 return None, None  # listed, or no lists cached: say nothing
             age = debian.listing_age(root)
             updated = f"updated {duration(age)} ago" if math.isfinite(age) else "never refreshed"
+            assert listing is not None
+            if debian.pool_candidates(listing, version, naming=self.naming):
+                self._pool_notes[spec] = (
+                    f"{why} (lists {updated}); the run will look for it in the pool of Debian's archive and use it "
+                    "only if a Debian uploader's signature vouches for it"
+                )
+                return None, None
             return (
                 f"{why} (in the Debian source lists cached in {paths.shown(root / 'apt')}, {updated}); "
                 "use one of those versions",

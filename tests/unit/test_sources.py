@@ -312,3 +312,139 @@ def test_the_engine_names_its_debian_packages() -> None:
     listing = [debian.DebianSource("toy3", "3.1-1", "3.1", "trixie", 3)]
     assert debian.not_listed(listing, "3.2", naming=TOY) == "no Debian source for Toy 3.2; have: 3.1"
     assert debian.not_listed(listing, "3.1", naming=TOY) is None
+
+
+# --- Debian's pool: a version the lists no longer carry ----------------------------------------------------------
+
+
+def test_the_pool_is_asked_for_the_revisions_the_lists_carry() -> None:
+    from dbsweep.engines.mariadb.source import NAMING as MARIADB
+
+    listing = [
+        debian.DebianSource("mariadb", "1:10.11.19-0+deb12u1", "10.11.19", "bookworm-security", 10),
+        debian.DebianSource("mariadb", "1:11.8.9+ds-0+deb13u1", "11.8.9+ds", "trixie", 11),
+        debian.DebianSource("mariadb", "1:11.8.9+ds-2", "11.8.9+ds", "forky", 11),
+        debian.DebianSource("mariadb-10.5", "1:10.5.29-0+deb11u1", "10.5.29", "bullseye-security", 10),
+    ]
+    found = debian.pool_candidates(listing, "11.8.6", naming=MARIADB)
+    assert found[:4] == ["1:11.8.6-2", "1:11.8.6+ds-2", "1:11.8.6-0+deb13u1", "1:11.8.6+ds-0+deb13u1"]
+    assert "1:11.8.6-0+deb12u1" in found
+    assert not any("deb11" in v for v in found)  # another package's revisions
+    assert debian.pool_candidates(listing, "10.5.22", naming=MARIADB) == ["1:10.5.22-0+deb11u1"]
+    assert debian.pool_candidates(listing, "1:11.8.6-0+deb13u1", naming=MARIADB) == ["1:11.8.6-0+deb13u1"]
+    assert debian.pool_candidates([], "11.8.6", naming=MARIADB) == []
+
+
+def _gpg(home: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    env = {**os.environ, "GNUPGHOME": str(home)}
+    return subprocess.run(
+        ["gpg", "--batch", "--quiet", *args], input=stdin, env=env, check=True, capture_output=True
+    ).stdout
+
+
+@pytest.fixture
+def uploader(tmp_path: Path) -> tuple[Path, Path]:
+    """A signing key made on the spot (its GNUPGHOME) and a keyring that holds only its public half."""
+    if shutil.which("gpg") is None:
+        pytest.skip("gpg is not installed (scripts/setup.sh installs it)")
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    _gpg(home, "--passphrase", "", "--quick-gen-key", "Toy Uploader <toy@example.org>", "ed25519", "sign", "never")
+    keyring = tmp_path / "uploader.gpg"
+    keyring.write_bytes(_gpg(home, "--export"))
+    return home, keyring
+
+
+def _publish_toy(served: Path, home: Path, version: str, *, orig_bytes: bytes | None = None) -> Path:
+    """toy3's `version` in a pool layout: the orig tarball, a Debian tarball and the clearsigned .dsc."""
+    work = served.parent / f"make-{version}"
+    tree = work / f"toy-{version}"
+    tree.mkdir(parents=True)
+    (tree / "VERSION").write_text(f"{version}\n")
+    folder = served / "pool" / "main" / "t" / "toy3"
+    folder.mkdir(parents=True, exist_ok=True)
+    orig = folder / f"toy3_{version}.orig.tar.gz"
+    with tarfile.open(orig, "w:gz") as tf:
+        tf.add(tree, arcname=tree.name)
+    deb = folder / f"toy3_{version}-1.debian.tar.xz"
+    deb.write_bytes(b"not unpacked")
+    lines = [f" {sha256(f)} {f.stat().st_size} {f.name}" for f in (orig, deb)]
+    text = f"Format: 3.0 (quilt)\nSource: toy3\nVersion: {version}-1\nChecksums-Sha256:\n" + "\n".join(lines) + "\n"
+    dsc = folder / f"toy3_{version}-1.dsc"
+    dsc.write_bytes(_gpg(home, "--clearsign", "--output", "-", stdin=text.encode()))
+    if orig_bytes is not None:  # the served tarball is not the one signed for
+        orig.write_bytes(orig_bytes)
+    return dsc
+
+
+@pytest.fixture
+def toy_pool(
+    monkeypatch: pytest.MonkeyPatch,
+    http_dir: tuple[str, Path, http.server.ThreadingHTTPServer],
+    uploader: tuple[Path, Path],
+) -> tuple[Path, Path, Path]:
+    """Debian's lists carry toy3 3.1-1 only; the pool at a loopback HTTP server is where other versions may be."""
+    base, served, _ = http_dir
+    listing = [debian.DebianSource("toy3", "3.1-1", "3.1", "trixie", 3)]
+
+    def not_listed(root: Path, package: str, version: str, log: object, naming: Naming) -> debian.DebianSource:
+        raise debian._NotListed(debian._unknown_message(listing, package, version, naming), listing)
+
+    monkeypatch.setattr(debian, "_find", not_listed)
+    monkeypatch.setattr(debian, "_POOLS", ((base, "pool/main"),))
+    monkeypatch.setattr(debian, "UPLOADER_KEYRINGS", (uploader[1],))
+    return served, uploader[0], uploader[1]
+
+
+def test_a_version_only_the_pool_holds_is_fetched_checked_and_kept(
+    tmp_path: Path, toy_pool: tuple[Path, Path, Path], http_dir: tuple[str, Path, http.server.ThreadingHTTPServer]
+) -> None:
+    served, home, _ = toy_pool
+    _publish_toy(served, home, "3.2")
+    said: list[str] = []
+    tree = sources_resolve.resolve("debian:3.2", tmp_path / "sources", said.append, naming=TOY)
+    assert tree.version == "3.2"
+    assert tree.identity == f"sha256:{sha256(served / 'pool/main/t/toy3/toy3_3.2.orig.tar.gz')}"
+    assert tree.details["debian_version"] == "3.2-1"
+    assert tree.details["suite"] == "pool"
+    assert tree.details["from"].endswith("/pool/main/t/toy3/ (in no signed index)")
+    assert tree.details["signed_by"].startswith("Toy Uploader <toy@example.org> (key ")
+    assert any("in no Debian source list" in m for m in said)
+    http_dir[2].shutdown()  # the second time, from the cache alone
+    assert sources_resolve.resolve("debian:3.2", tmp_path / "sources", naming=TOY) == tree
+
+
+def test_a_pool_file_that_does_not_match_its_signed_dsc_is_refused(
+    tmp_path: Path, toy_pool: tuple[Path, Path, Path]
+) -> None:
+    served, home, _ = toy_pool
+    _publish_toy(served, home, "3.2", orig_bytes=b"something else")
+    with pytest.raises(DbsweepError, match=r"toy3_3\.2\.orig\.tar\.gz does not match toy3_3\.2-1\.dsc"):
+        sources_resolve.resolve("debian:3.2", tmp_path / "sources", naming=TOY)
+    assert not (tmp_path / "sources" / "debian" / "toy3_3.2-1").exists()
+
+
+def test_a_pool_dsc_not_signed_by_an_uploader_is_refused(tmp_path: Path, toy_pool: tuple[Path, Path, Path]) -> None:
+    served, _, _ = toy_pool
+    stranger = tmp_path / "stranger"
+    stranger.mkdir(mode=0o700)
+    _gpg(stranger, "--passphrase", "", "--quick-gen-key", "Stranger <s@example.org>", "ed25519", "sign", "never")
+    _publish_toy(served, stranger, "3.2")
+    with pytest.raises(DbsweepError, match="bears no good signature by a Debian uploader"):
+        sources_resolve.resolve("debian:3.2", tmp_path / "sources", naming=TOY)
+    # Altering the signed text breaks a signature that was good.
+    _, home, _ = toy_pool
+    dsc = _publish_toy(served, home, "3.3")
+    dsc.write_text(dsc.read_text().replace("Version: 3.3-1", "Version: 3.3-9"))
+    with pytest.raises(DbsweepError, match="bears no good signature"):
+        sources_resolve.resolve("debian:3.3", tmp_path / "sources", naming=TOY)
+
+
+def test_a_version_neither_listed_nor_in_the_pool_names_what_was_tried(
+    tmp_path: Path, toy_pool: tuple[Path, Path, Path]
+) -> None:
+    with pytest.raises(DbsweepError) as e:
+        sources_resolve.resolve("debian:3.9", tmp_path / "sources", naming=TOY)
+    message = str(e.value)
+    assert message.startswith("no Debian source for Toy 3.9; have: 3.1, and the archive's pool does not serve")
+    assert "/pool/main/t/toy3/toy3_3.9-1.dsc" in message

@@ -8,6 +8,12 @@ cache), so the system's sources and lists are never read or changed. apt checks 
 archive's signatures and the index checksums; the files of the `.dsc` are checked here
 once more. Only the upstream (`.orig`) tarball is unpacked, without Debian's patches.
 
+A version the lists no longer carry (a point release replaced by the next, still in the
+archive's pool) is fetched from the pool by its Debian version: the `.dsc` must bear a
+good signature by a Debian uploader (`debian-keyring`), its files must match the signed
+checksums, and the tree records that it came from the pool and who signed it, since no
+signed archive index vouches for it.
+
 Cache layout under the sources root:
 
     apt/                                       sources.list, lists/, cache/, updated (stamp)
@@ -52,6 +58,16 @@ _ARCHIVES = (
 _MAX_AGE = 24 * 3600  # seconds before the package lists are refreshed
 _RECHECK_AFTER = 300  # seconds before a version not found is worth another refresh
 _APT_HELPER = "/usr/lib/apt/apt-helper"
+# The pools of the archives above: where a version the lists have dropped may still be served.
+_POOLS = (
+    ("http://deb.debian.org/debian", "pool/main"),
+    ("http://deb.debian.org/debian-security", "pool/updates/main"),
+)
+# The keys of Debian's uploaders (developers, then maintainers), which sign every .dsc.
+UPLOADER_KEYRINGS = (
+    Path("/usr/share/keyrings/debian-keyring.gpg"),
+    Path("/usr/share/keyrings/debian-maintainers.gpg"),
+)
 _ORIG = re.compile(r"\.orig\.tar\.(gz|bz2|xz)$")
 
 
@@ -80,7 +96,14 @@ def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet, *, nam
     cached = _cached(root, package, version, spec)
     if cached is not None:
         return cached
-    source = _find(root, package, version, log, naming)
+    try:
+        source = _find(root, package, version, log, naming)
+    except _NotListed as e:
+        candidates = pool_candidates(e.listing, version, naming=naming)
+        if not candidates:
+            raise DbsweepError(str(e)) from None
+        with locked(root / "debian" / ".lock"):
+            return _fetch_from_pool(spec, package, version, candidates, root, log, naming, unlisted=str(e))
     with locked(root / "debian" / ".lock"):
         cached = _cached(root, package, source.debian_version, spec)
         if cached is not None:  # fetched by another run while we waited
@@ -90,7 +113,11 @@ def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet, *, nam
 
 def verify_dsc(dsc: Path) -> dict[str, str]:
     """Checks every file the .dsc lists (next to it) against its Checksums-Sha256; returns {name: sha256}."""
-    listed = parse_checksums(dsc.read_text(errors="replace"))
+    return _check_listed(dsc, parse_checksums(dsc.read_text(errors="replace")))
+
+
+def _check_listed(dsc: Path, listed: dict[str, tuple[str, int]]) -> dict[str, str]:
+    """Checks the files a .dsc lists (next to it) against `listed`, the .dsc's Checksums-Sha256."""
     if not listed:
         raise DbsweepError(f"{dsc.name} lists no Checksums-Sha256.")
     for name, (digest, size) in listed.items():
@@ -134,6 +161,25 @@ def compare_versions(a: str, b: str) -> int:
 
 def upstream_of(debian_version: str) -> str:
     return _split_version(debian_version)[1]
+
+
+def pool_candidates(listing: list[DebianSource], version: str, *, naming: Naming) -> list[str]:
+    """The Debian versions to look for in the archive's pool when `version` is in no list: a Debian version
+    as given; for an upstream version, the revisions the lists carry for its package (a security update's
+    `0+deb13u1`, unstable's `2`), each with and without the repacking suffix the listed version has."""
+    package = naming.debian_package(version)
+    if "-" in version:
+        return [version]
+    found: list[str] = []
+    for s in reversed(listing):  # the newest listed revisions first
+        if s.package != package:
+            continue
+        epoch, upstream, revision = _split_version(s.debian_version)
+        repacked = _REPACKED.search(upstream)
+        uppers = [version, version + repacked.group(0)] if repacked and not _REPACKED.search(version) else [version]
+        prefix = f"{epoch}:" if ":" in s.debian_version else ""
+        found += [f"{prefix}{u}-{revision}" for u in uppers if revision]
+    return list(dict.fromkeys(found))
 
 
 # --- answered from the cache alone (dbsweep validate: nothing fetched, nothing refreshed) ----------
@@ -194,8 +240,16 @@ def _find(root: Path, package: str, version: str, log: Log, naming: Naming) -> D
         everything = _query(root, naming)
         found = _match(everything, package, version)
     if found is None:
-        raise DbsweepError(_unknown_message(everything, package, version, naming))
+        raise _NotListed(_unknown_message(everything, package, version, naming), everything)
     return found
+
+
+class _NotListed(DbsweepError):
+    """No list carries the version; the listing says what the lists do carry (for the pool's candidates)."""
+
+    def __init__(self, message: str, listing: list[DebianSource]) -> None:
+        super().__init__(message)
+        self.listing = listing
 
 
 def _match(sources: list[DebianSource], package: str, version: str) -> DebianSource | None:
@@ -383,34 +437,157 @@ def _fetch(spec: str, source: DebianSource, root: Path, log: Log, naming: Naming
         if len(dscs) != 1:
             raise DbsweepError(f"apt-get source left {len(dscs)} .dsc files for {source.package}, expected one.")
         checksums = verify_dsc(dscs[0])
-        origs = sorted(name for name in checksums if _ORIG.search(name))
-        if len(origs) != 1:
-            raise DbsweepError(f"{dscs[0].name} lists {len(origs)} upstream tarballs, expected one: {origs}")
-        orig = download / origs[0]
-        log(f"unpacking {orig.name}")
-        with orig.open("rb") as f:
-            path = unpack(f, entry, orig.name)
-        version = naming.tree_version(path)
-        if not _same_upstream(version, source.upstream_version):
-            raise DbsweepError(f"{orig.name} holds {naming.title} {version}, not {source.upstream_version}.")
-        result = SourceTree(
-            spec=spec,
-            kind="debian",
-            path=path,
-            version=version,
-            identity=f"sha256:{checksums[orig.name]}",
-            details={
-                "package": source.package,
-                "debian_version": source.debian_version,
-                "suite": source.suite,
-                "orig": orig.name,
-                "dsc": dscs[0].name,
-            },
-        )
-        write_meta(entry, result)
-        final = root / "debian" / f"{source.package}_{_safe(source.debian_version)}"
-        publish(entry, final)
+        return _unpack_and_publish(spec, source, entry, dscs[0], checksums, root, log, naming, {})
+
+
+def _unpack_and_publish(
+    spec: str,
+    source: DebianSource,
+    entry: Path,
+    dsc: Path,
+    checksums: dict[str, str],
+    root: Path,
+    log: Log,
+    naming: Naming,
+    details: dict[str, str],
+) -> SourceTree:
+    """Unpacks the checked upstream tarball of a staged entry and publishes the entry in the cache."""
+    origs = sorted(name for name in checksums if _ORIG.search(name))
+    if len(origs) != 1:
+        raise DbsweepError(f"{dsc.name} lists {len(origs)} upstream tarballs, expected one: {origs}")
+    orig = dsc.parent / origs[0]
+    log(f"unpacking {orig.name}")
+    with orig.open("rb") as f:
+        path = unpack(f, entry, orig.name)
+    version = naming.tree_version(path)
+    if not _same_upstream(version, source.upstream_version):
+        raise DbsweepError(f"{orig.name} holds {naming.title} {version}, not {source.upstream_version}.")
+    result = SourceTree(
+        spec=spec,
+        kind="debian",
+        path=path,
+        version=version,
+        identity=f"sha256:{checksums[orig.name]}",
+        details={
+            "package": source.package,
+            "debian_version": source.debian_version,
+            "suite": source.suite,
+            "orig": orig.name,
+            "dsc": dsc.name,
+            **details,
+        },
+    )
+    write_meta(entry, result)
+    final = root / "debian" / f"{source.package}_{_safe(source.debian_version)}"
+    publish(entry, final)
     return dataclasses.replace(result, path=final / "tree")
+
+
+# --- fetching from the pool (a version the lists no longer carry) -----------------------------
+
+
+def _fetch_from_pool(
+    spec: str,
+    package: str,
+    version: str,
+    candidates: list[str],
+    root: Path,
+    log: Log,
+    naming: Naming,
+    *,
+    unlisted: str,
+) -> SourceTree:
+    for candidate in candidates:  # another run may have fetched it while we waited for the lock
+        cached = _cached(root, package, candidate, spec)
+        if cached is not None:
+            return cached
+    keyrings = [k for k in UPLOADER_KEYRINGS if k.is_file()]
+    if not keyrings:
+        raise DbsweepError(
+            f"{unlisted}. The archive's pool may still hold it, but checking a .dsc from the pool needs the "
+            f"uploaders' keys in {UPLOADER_KEYRINGS[0]} (apt-get install debian-keyring)."
+        )
+    log(f"{naming.title} {version} is in no Debian source list; looking for it in the archive's pool")
+    with staging(root) as staged:
+        entry = staged / "entry"
+        download = entry / "download"
+        download.mkdir(parents=True)
+        tried: list[str] = []
+        for debian_version in candidates:
+            name = f"{package}_{_no_epoch(debian_version)}.dsc"
+            for base, pool in _POOLS:
+                folder = f"{base}/{pool}/{_pool_folder(package)}/{package}"
+                tried.append(f"{folder}/{name}")
+                if _download(f"{folder}/{name}", download / name):
+                    return _from_pool(spec, package, debian_version, folder, download / name, root, log, naming)
+        shown = "\n".join(f"  {url}" for url in tried)
+        raise DbsweepError(f"{unlisted}, and the archive's pool does not serve it either; tried:\n{shown}")
+
+
+def _from_pool(
+    spec: str, package: str, debian_version: str, folder: str, dsc: Path, root: Path, log: Log, naming: Naming
+) -> SourceTree:
+    """The tree of a .dsc downloaded from the pool: its signature checked, then its files against it."""
+    signed, signer = _signed_text(dsc)
+    listed = parse_checksums(signed)
+    for name in listed:
+        if "/" in name or name.startswith("."):
+            raise DbsweepError(f"{dsc.name} lists a file name that is no plain name: {name!r}")
+        log(f"fetching {name} from the pool")
+        if not _download(f"{folder}/{name}", dsc.parent / name):
+            raise DbsweepError(f"{name}, listed in {dsc.name}, is not served at {folder}/{name}.")
+    checksums = _check_listed(dsc, listed)
+    major = naming.debian_major(package)
+    if naming.version_major is not None:
+        major = naming.version_major(upstream_of(debian_version))
+    source = DebianSource(package, debian_version, upstream_of(debian_version), "pool", major or 0)
+    details = {"from": f"{folder}/ (in no signed index)", "signed_by": signer}
+    return _unpack_and_publish(spec, source, dsc.parent.parent, dsc, checksums, root, log, naming, details)
+
+
+def _signed_text(dsc: Path) -> tuple[str, str]:
+    """The part of a clearsigned .dsc that a Debian uploader's good signature covers, and who signed it."""
+    keyrings = [a for k in UPLOADER_KEYRINGS if k.is_file() for a in ("--keyring", str(k))]
+    try:
+        r = subprocess.run(
+            ["gpgv", "--status-fd", "2", *keyrings, "--output", "-", str(dsc)],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise DbsweepError("checking a .dsc from the pool needs `gpgv` (apt-get install gpgv).") from None
+    status = r.stderr.decode(errors="replace")
+    # A key that has expired since (or only in an older keyring than the uploader's renewal) still made a
+    # good signature; a bad or revoked one did not.
+    good = re.search(r"^\[GNUPG:\] (GOODSIG|EXPKEYSIG) (\S+) (.*)$", status, re.MULTILINE)
+    valid = re.search(r"^\[GNUPG:\] VALIDSIG (\S+)", status, re.MULTILINE)
+    bad = re.search(r"^\[GNUPG:\] (BADSIG|REVKEYSIG|ERRSIG)", status, re.MULTILINE)
+    if r.returncode != 0 or good is None or valid is None or bad is not None:
+        said = tail("\n".join(line for line in status.splitlines() if not line.startswith("[GNUPG:]")), 4)
+        raise DbsweepError(
+            f"{dsc.name} from the archive's pool bears no good signature by a Debian uploader, so it is not "
+            f"used:\n{said}"
+        )
+    expired = ", expired in the installed keyring" if good.group(1) == "EXPKEYSIG" else ""
+    return r.stdout.decode(errors="replace"), f"{good.group(3)} (key {valid.group(1)}{expired})"
+
+
+def _download(url: str, target: Path) -> bool:
+    """Downloads with apt's own transport (its proxy settings); False when the file is not served."""
+    r = subprocess.run(
+        [_APT_HELPER, "download-file", url, str(target)], capture_output=True, stdin=subprocess.DEVNULL, check=False
+    )
+    return r.returncode == 0 and target.is_file()
+
+
+def _pool_folder(package: str) -> str:
+    """The pool's folder of a source package: its first letter, or four for a library (libfoo: libf)."""
+    return package[:4] if package.startswith("lib") else package[:1]
+
+
+def _no_epoch(debian_version: str) -> str:
+    return debian_version.partition(":")[2] if ":" in debian_version else debian_version
 
 
 def _safe(version: str) -> str:
