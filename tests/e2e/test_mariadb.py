@@ -15,7 +15,7 @@ import psutil
 import pymysql
 import pytest
 
-from dbsweep import configs
+from dbsweep import configs, loadclient
 from dbsweep.engines.mariadb import Server
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.registry import engine_named
@@ -89,6 +89,20 @@ def test_a_myrocks_config_loads_the_plugin_and_is_maintained(tmp: Path) -> None:
         cf = server.statistics()["rocksdb_cfstats"]["default"]
         assert cf["NUM_ENTRIES_ACTIVE_MEM_TABLE"] == 0  # flushed to files
         assert (server.data_bytes() or 0) > (before or 0)
+        # The Insert Benchmark's l.x adds MyRocks's indexes one ALTER TABLE each (InnoDB's in one: contract).
+        conn = loadclient.connection_to(server)
+        loadclient.run(["ibench", "l.i0", "--clients", "1", "--rows", "2000"], conn, tmp / "li0.log")
+        s = loadclient.run(["ibench", "l.x", "--clients", "1"], conn, tmp / "lx.log").result.flat()
+        assert s["error_count"] == 0
+        assert s["sql"]["create_indexes"] == [
+            "ALTER TABLE pi1 ADD INDEX pi1_marketsegment (productid, customerid, price)",
+            "ALTER TABLE pi1 ADD INDEX pi1_registersegment (cashregisterid, customerid, price)",
+            "ALTER TABLE pi1 ADD INDEX pi1_pdc (price, dateandtime, customerid)",
+        ]
+        made = server._query(
+            "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics WHERE table_name = 'pi1'"
+        )
+        assert made == [(4,)]
 
 
 def test_innodb_maintenance_gives_its_settings_back(tmp: Path) -> None:

@@ -156,6 +156,18 @@ pub trait Dialect: Sync {
         format!("CREATE INDEX {name} ON {table} ({columns})")
     }
 
+    /// A query with one text column and one row: the storage engine of `table`, where the engine
+    /// has several (MySQL's InnoDB, RocksDB); None where it has one.
+    fn table_storage(&self, _table: &str) -> Option<String> {
+        None
+    }
+
+    /// The statements that add `indexes` ((name, columns) each) to `table`, whose storage engine
+    /// (from `table_storage`) is `storage`: by default one CREATE INDEX each.
+    fn add_indexes(&self, table: &str, indexes: &[(String, &str)], _storage: Option<&str>) -> Vec<String> {
+        indexes.iter().map(|(name, cols)| self.create_index(name, table, cols)).collect()
+    }
+
     /// Whether a decimal literal (12.34) stored into an INT column becomes an integer (rounded).
     /// Where it does not, the Insert Benchmark writes its price already rounded, so every engine
     /// stores the same integers.

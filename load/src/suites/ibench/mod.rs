@@ -247,7 +247,8 @@ impl Plan {
         StepSql {
             create_table: li0.then(|| d.create_pi(&t)),
             alter_sequence: if li0 { d.pi_id_cache(&t) } else { None },
-            create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t, d).map(|(_, s)| s).to_vec()),
+            // Where the statements depend on the table's storage engine, the run puts in those it sent.
+            create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t, d, None)),
             insert: sql::insert_shape(&t, self.rows_per_commit, d),
             delete: self.deletes.then(|| d.pi_delete_oldest(&t)),
             min_id: (self.deletes || self.query == Some(QueryMode::Point)).then(|| sql::min_id(&t)),
@@ -279,6 +280,16 @@ pub struct StepSql {
     point_query: Option<String>,
     /// Re-read every 100 point queries.
     max_id: Option<String>,
+}
+
+impl StepSql {
+    /// With the index statements l.x sent, where the run knows them (they may depend on the table).
+    fn ran(mut self, index_sql: Option<Vec<String>>) -> Self {
+        if index_sql.is_some() {
+            self.create_indexes = index_sql;
+        }
+        self
+    }
 }
 
 /// Per-second rates at the method's low-tail percentiles.
@@ -373,6 +384,8 @@ struct Outcome {
     seconds: f64,
     insert_seconds: f64,
     index_seconds: Option<f64>,
+    /// The statements l.x ran on the first table.
+    index_sql: Option<Vec<String>>,
     usage: ClientUsage,
     rows_after: Option<BTreeMap<String, u64>>,
 }
@@ -421,26 +434,38 @@ fn check_tables<S: Session>(c: &mut S, d: &dyn Dialect, plan: &Plan) -> Result<(
 }
 
 /// l.x: the three indexes on every table, one connection per table, in parallel (each iibench
-/// client indexes its own table).
-fn create_indexes<D: Driver>(driver: &D, plan: &Plan) -> Result<(), String> {
+/// client indexes its own table). Returns the statements run on the first table, for the summary.
+fn create_indexes<D: Driver>(driver: &D, plan: &Plan) -> Result<Vec<String>, String> {
     let handles: Vec<_> = plan
         .table_names()
         .into_iter()
         .map(|t| {
             let driver = driver.clone();
-            std::thread::spawn(move || -> Result<(), String> {
+            std::thread::spawn(move || -> Result<Vec<String>, String> {
                 let mut c = driver.connect()?;
-                for (_, s) in sql::create_indexes(&t, driver.dialect()) {
-                    exec(&mut c, &s)?;
+                let d = driver.dialect();
+                let storage = match d.table_storage(&t) {
+                    Some(q) => {
+                        let rows = c.rows(&q).map_err(|e| format!("{q}: {}", describe(&e)))?;
+                        let first = rows.into_iter().next().and_then(|r| r.into_iter().next().flatten());
+                        Some(first.ok_or_else(|| format!("{q}: no storage engine for table {t}"))?)
+                    }
+                    None => None,
+                };
+                let statements = sql::create_indexes(&t, d, storage.as_deref());
+                for s in &statements {
+                    exec(&mut c, s)?;
                 }
-                Ok(())
+                Ok(statements)
             })
         })
         .collect();
+    let mut first = None;
     for h in handles {
-        h.join().map_err(|_| "an index build thread panicked".to_string())??;
+        let made = h.join().map_err(|_| "an index build thread panicked".to_string())??;
+        first.get_or_insert(made);
     }
-    Ok(())
+    Ok(first.unwrap_or_default())
 }
 
 /// Runs the step: setup, then (sending the start instant to the reporter) the clients, then l.x's
@@ -494,9 +519,10 @@ fn drive<D: Driver>(
     // or restarting: the index build and the row counts are skipped, so the summary comes at once.
     let lost = LOST.count() > 0;
     let mut index_seconds = None;
+    let mut index_sql = None;
     if plan.step == Step::Lx && !lost {
         let t0 = Instant::now();
-        create_indexes(driver, plan)?;
+        index_sql = Some(create_indexes(driver, plan)?);
         index_seconds = Some(t0.elapsed().as_secs_f64());
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -513,7 +539,7 @@ fn drive<D: Driver>(
         }
         Some(m)
     };
-    Ok(Outcome { result, kinds, seconds, insert_seconds, index_seconds, usage, rows_after })
+    Ok(Outcome { result, kinds, seconds, insert_seconds, index_seconds, index_sql, usage, rows_after })
 }
 
 /// `dbsweep-load ibench STEP`: checks the options, runs the step while printing a line per second,
@@ -630,7 +656,7 @@ fn summarize(
             query: r.query.error_count(),
         },
         rows_after: out.rows_after,
-        sql: plan.sql(dialect),
+        sql: plan.sql(dialect).ran(out.index_sql),
         engine: EngineDetail::new(library, waits),
     };
     Summary::new(Suite::Ibench, plan.name, counts, detail)
@@ -727,6 +753,7 @@ mod tests {
             seconds: 10.0,
             insert_seconds: 8.0,
             index_seconds: None,
+            index_sql: None,
             usage: ClientUsage { cpu_user_s: 1.0, cpu_sys_s: 0.5, max_rss_kb: 2048 },
             rows_after,
         }
