@@ -3,6 +3,7 @@ data directory, remove; nothing is left running at any point it should not be.""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import psutil
@@ -83,3 +84,35 @@ def test_init_again_starts_from_scratch(engine: Engine, support: Support, tmp: P
             support.query(instance, "SELECT * FROM left_over")
     finally:
         instance.remove()
+
+
+def test_a_port_taken_before_the_bind_is_given_up_for_another(
+    engine: Engine, support: Support, tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process may bind the free port dbsweep found before the server does: the start tries another."""
+    if engine.kind != "server":
+        pytest.skip(f"{engine.name} is embedded: it listens on no port")
+    from dbsweep.engines import servers
+
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    offered: list[int] = []
+    real = servers.free_port
+
+    def first_the_taken_one() -> int:
+        offered.append(taken.getsockname()[1] if not offered else real())
+        return offered[-1]
+
+    monkeypatch.setattr(servers, "free_port", first_the_taken_one)
+    instance = engine.instance(support.install(), tmp / "home", "test", support.small_config, engine.server_user())
+    instance.init()
+    try:
+        instance.start()
+        assert len(offered) == 2 and instance.server_version()
+        assert instance.access().args != [] and str(offered[1]) in " ".join(instance.access().args)
+    finally:
+        taken.close()
+        instance.remove()
+    assert not wait_no_processes(instance.home, timeout=30)

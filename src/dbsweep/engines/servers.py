@@ -1,7 +1,8 @@
 """What the server engines' instances share: a free loopback port, ownership of the files they make for the
-server's user, how a server process ended, the lines of its log that explain a failure (each engine gives the
-patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine has
-proven the process is that server."""
+server's user, starting on a port another process may take first and waiting until the server answers (each
+engine gives its probe), how a server process ended, the lines of its log that explain a failure (each engine
+gives the patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine
+has proven the process is that server."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pwd
 import re
 import signal
 import socket
+import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -94,6 +97,74 @@ def log_size(log: Path) -> int:
         return log.stat().st_size
     except OSError:
         return 0
+
+
+class NotReady(Exception):
+    """What a probe of a starting server got instead of an answer; `refused` when the server answered and refused
+    dbsweep's credentials (waiting will not change that)."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+def start_on_a_free_port(
+    launch: Callable[[], None],
+    ready: Callable[[], None],
+    abandon: Callable[[], None],
+    bind_failed: Callable[[], bool],
+    attempts: int = 3,
+) -> None:
+    """`launch`es the server on a free port and waits until it is `ready`; when it is not, `abandon`s it, and when
+    another process took the port between our probe and the server's bind (`bind_failed`), tries another."""
+    for attempt in range(attempts):
+        launch()
+        try:
+            ready()
+            return
+        except ServerError:
+            abandon()
+            if attempt < attempts - 1 and bind_failed():
+                continue
+            raise
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes],
+    title: str,
+    log: Path,
+    timeout: float,
+    probe: Callable[[], None],
+    explain: Callable[[], str],
+    *,
+    hold: Callable[[], bool] | None = None,
+    gave_up: Callable[[], bool] | None = None,
+) -> None:
+    """Returns once `probe` gets an answer from the server `proc` started; raises ServerError, with the lines of
+    its log `explain` picks, when it exits, gives up (`gave_up`: the log says it is on its way out, under a
+    wrapper that may take long), refuses our credentials or does not answer within `timeout`. While `hold`
+    says it is too early, nothing is probed."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if hold is not None and proc.poll() is None and hold():
+            time.sleep(0.1)
+            continue
+        if proc.poll() is not None:
+            raise ServerError(
+                f"{title} exited during start ({describe_exit(proc.returncode)}); from {log}:\n{explain()}"
+            )
+        if gave_up is not None and gave_up():
+            raise ServerError(f"{title} aborted its start; from {log}:\n{explain()}")
+        try:
+            probe()
+            return
+        except NotReady as e:
+            last = str(e)
+            if e.refused:
+                raise ServerError(f"{title} refused dbsweep's generated credentials: {last}") from None
+            time.sleep(0.1)
+    raise ServerError(f"{title} did not answer within {timeout:.0f} s ({last}); from {log}:\n{explain()}")
 
 
 def describe_exit(code: int | None) -> str:

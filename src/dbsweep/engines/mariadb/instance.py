@@ -377,7 +377,8 @@ class Server(Instance):
         if timeout is None:
             timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
         stop_stale(self.datadir)
-        for attempt in range(3):
+
+        def launch() -> None:
             self.socket_dir = self._pick_socket_dir()
             self.port = servers.free_port()
             self._write_defaults(self.port)
@@ -395,16 +396,14 @@ class Server(Instance):
                 )
             finally:
                 logf.close()
-            try:
-                self._wait_ready(timeout)
-                return
-            except ServerError:
-                self._stop(timeout=FAILED_START_STOP_TIMEOUT)  # a server that never served has nothing to save
-                # Another process may have taken the port between our probe and the bind: try another.
-                if attempt < 2 and "Bind on TCP/IP port" in self._log_since_start():
-                    continue
-                raise
-        raise AssertionError("unreachable")
+
+        servers.start_on_a_free_port(
+            launch,
+            lambda: self._wait_ready(timeout),
+            # A server that never served has nothing to save.
+            lambda: self._stop(timeout=FAILED_START_STOP_TIMEOUT),
+            lambda: "Bind on TCP/IP port" in self._log_since_start(),
+        )
 
     def _log_since_start(self) -> str:
         try:
@@ -416,32 +415,27 @@ class Server(Instance):
 
     def _wait_ready(self, timeout: float) -> None:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ServerError(
-                    f"MariaDB exited during start ({servers.describe_exit(self.proc.returncode)}); "
-                    f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
-                )
-            if _ABORTING.search(self._log_since_start()):
-                # It gave up and is on its way out (under a wrapper that may take long, or hang): do not wait.
-                lines = relevant_log_lines(self.log, start=self._log_start)
-                raise ServerError(f"MariaDB aborted its start; from {self.log}:\n{lines}")
-            try:
-                with self.connect(connect_timeout=2) as c, c.cursor() as cur:
-                    cur.execute("SELECT 1")
-                return
-            except pymysql.err.OperationalError as e:
-                last = _one_line(e)
-                if e.args and e.args[0] == _ACCESS_DENIED:
-                    # The server is up and refuses our credentials: waiting will not change that.
-                    raise ServerError(f"MariaDB refused dbsweep's generated credentials: {last}") from None
-                time.sleep(0.1)
-        raise ServerError(
-            f"MariaDB did not answer within {timeout:.0f} s ({last}); "
-            f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
+        servers.wait_ready(
+            self.proc,
+            "MariaDB",
+            self.log,
+            timeout,
+            self._probe,
+            lambda: relevant_log_lines(self.log, start=self._log_start),
+            gave_up=lambda: _ABORTING.search(self._log_since_start()) is not None,
         )
+
+    def _probe(self) -> None:
+        """Our server answers on its port. Another process may have bound the port first (our server then gives
+        up): it must neither hold the probe (a read timeout) nor pass for ours (the answer names our socket)."""
+        try:
+            with self.connect(connect_timeout=2, read_timeout=5) as c, c.cursor() as cur:
+                cur.execute("SELECT @@socket")
+                row = cur.fetchone()
+        except pymysql.err.OperationalError as e:
+            raise servers.NotReady(_one_line(e), refused=bool(e.args and e.args[0] == _ACCESS_DENIED)) from None
+        if row is None or str(row[0]) != str(self.socket_path):
+            raise servers.NotReady(f"another server answers on port {self.port}")
 
     def stop(self) -> None:
         """A clean shutdown (SIGTERM to the server we started), then a kill: never leaves the server behind."""
@@ -496,7 +490,9 @@ class Server(Instance):
 
     # ---- dbsweep's own queries
 
-    def connect(self, database: str | None = DB_NAME, connect_timeout: float = 10) -> Connection[Any]:
+    def connect(
+        self, database: str | None = DB_NAME, connect_timeout: float = 10, read_timeout: float | None = None
+    ) -> Connection[Any]:
         return pymysql.connect(
             host="127.0.0.1",
             port=self.port,
@@ -505,6 +501,7 @@ class Server(Instance):
             database=database,
             autocommit=True,
             connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
         )
 
     @contextlib.contextmanager

@@ -233,7 +233,8 @@ class Server(Instance):
         if timeout is None:
             timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
         stop_stale(self.datadir)
-        for attempt in range(3):
+
+        def launch() -> None:
             self.socket_dir = self._pick_socket_dir()
             self.port = servers.free_port()
             self._log_start = servers.log_size(self.log)
@@ -262,17 +263,14 @@ class Server(Instance):
                 )
             finally:
                 logf.close()
-            try:
-                self._wait_ready(timeout)
-                self._ensure_database()
-                return
-            except ServerError:
-                self.stop()
-                # Another process may have taken the port between our probe and the bind: try another.
-                if attempt < 2 and "could not bind" in self.log.read_text(errors="replace")[-2000:]:
-                    continue
-                raise
-        raise AssertionError("unreachable")
+
+        def ready() -> None:
+            self._wait_ready(timeout)
+            self._ensure_database()
+
+        servers.start_on_a_free_port(
+            launch, ready, self.stop, lambda: "could not bind" in self.log.read_text(errors="replace")[-2000:]
+        )
 
     def watermark(self) -> Watermark:
         """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
@@ -427,33 +425,25 @@ synchronous_commit = on
 
     def _wait_ready(self, timeout: float) -> None:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
+        servers.wait_ready(
+            self.proc,
+            "Postgres",
+            self.log,
+            timeout,
+            self._probe,
+            lambda: relevant_log_lines(self.log, start=self._log_start),
             # Until the postmaster says it is ready, a probe would make it fork a child just to refuse it: under
             # valgrind each such child costs millions of counted instructions, and their number would vary.
-            if self._pid_file_status() == "starting" and self.proc.poll() is None:
-                time.sleep(0.1)
-                continue
-            if self.proc.poll() is not None:
-                raise ServerError(
-                    f"Postgres exited during start ({servers.describe_exit(self.proc.returncode)}); "
-                    f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
-                )
-            try:
-                with psycopg.connect(**self.conninfo("postgres")) as c:
-                    c.execute("SELECT 1")
-                return
-            except psycopg.OperationalError as e:
-                last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                if "authentication failed" in last:
-                    # The server is up and refuses our credentials: waiting will not change that.
-                    raise ServerError(f"Postgres refused dbsweep's generated credentials: {last}") from None
-                time.sleep(0.1)
-        raise ServerError(
-            f"Postgres did not answer within {timeout:.0f} s ({last}); "
-            f"from {self.log}:\n{relevant_log_lines(self.log, start=self._log_start)}"
+            hold=lambda: self._pid_file_status() == "starting",
         )
+
+    def _probe(self) -> None:
+        try:
+            with psycopg.connect(**self.conninfo("postgres")) as c:
+                c.execute("SELECT 1")
+        except psycopg.OperationalError as e:
+            last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise servers.NotReady(last, refused="authentication failed" in last) from None
 
     def _pid_file_status(self) -> str:
         """The postmaster's status line in postmaster.pid ("starting", "ready", ...); "starting" while the file
