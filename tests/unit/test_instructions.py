@@ -142,3 +142,29 @@ def test_held_settings_are_the_quiet_configs_lines() -> None:
     text = "# ---- a comment ----\nautovacuum = off   # why\n\nsynchronous_commit  =  on\n"
     assert instructions.held_settings(text) == ["autovacuum = off", "synchronous_commit = on"]
     assert instructions.held_settings("") == []
+
+
+def test_a_threaded_servers_files_are_read_per_thread(tmp_path: Path) -> None:
+    """callgrind's separate threads write `<file>.<pid>-<thread>`: the pid and thread are read from the name, and a
+    thread that ran the engine's connection handler (as run, or as called) is told from one that did not."""
+    assert instructions.valgrind_wrapper("callgrind", tmp_path, threads=True)[-2:] == [
+        "--separate-threads=yes",
+        f"--callgrind-out-file={tmp_path}/callgrind.%p",
+    ]
+    with pytest.raises(DbsweepError, match="only callgrind counts per thread"):
+        instructions.valgrind_wrapper("cachegrind", tmp_path, threads=True)
+    names = {"callgrind.4321-03": (4321, 3), "callgrind.4321": (4321, None), "cg.77": (77, None)}
+    for name, (pid, thread) in names.items():
+        assert (instructions._file_pid(Path(name)), instructions._file_thread(Path(name))) == (pid, thread)
+    assert instructions._file_pid(Path("callgrind.4321-x")) is None
+    served = tmp_path / "callgrind.4321-03"
+    served.write_text(
+        "fn=(1) start_thread\ncfn=(2) handle_one_connection\ncalls=1 0\n1 5\n"
+        "fn=(2)\ncfn=(3) do_handle_one_connection(CONNECT*, bool)\n"
+    )
+    timer = tmp_path / "callgrind.4321-04"
+    timer.write_text(
+        "fn=(1) start_thread\ncfn=(2) timer_handler\ncalls=1 0\n1 5\nfn=(9) do_handle_one_connection_stats\n"
+    )
+    wanted = ("do_handle_one_connection",)
+    assert instructions._runs_any(served, wanted) and not instructions._runs_any(timer, wanted)

@@ -85,6 +85,10 @@ class Instance(ABC):
     # Whether one server process serves every client with threads (MariaDB) rather than a process per
     # connection (Postgres's backends): the instruction count then charges that whole process to the clients.
     threaded: ClassVar[bool] = False
+    # For a threaded server, functions that only a thread serving a client runs (its connection handler): the
+    # instruction count is then taken per thread, and those threads are the foreground; the others (timers,
+    # background flushing) are counted apart, since their work follows the clock rather than the statements.
+    client_thread_functions: ClassVar[tuple[str, ...]] = ()
 
     @property
     @abstractmethod

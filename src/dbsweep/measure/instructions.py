@@ -14,7 +14,10 @@ Two such runs, a short one and a long one, give
     instructions per operation = (Ir_long - Ir_short) / (ops_long - ops_short)
 
 summed over every process; the difference cancels what every run costs once (start-up, the warm-up, the
-shutdown), and the same difference per process says how much of the work was the foreground's. Only
+shutdown), and the same difference per process says how much of the work was the foreground's. A server that
+serves its clients with threads of one process (MariaDB) is counted per thread (callgrind's separate threads;
+cachegrind has no such split): the threads that served a connection are the foreground, the rest its
+background. Only
 single-client steps make sense here: waits on I/O or on other clients are not what an instruction count
 describes. Background work that is timed by the clock rather than by the work (a WAL writer's wake-ups) makes
 a step less repeatable: the spread over the pairs says by how much.
@@ -66,6 +69,10 @@ FUNCTIONS_KEPT = 150  # functions stored per count: the report shows the few tha
 # Roles of the processes whose files a run leaves; an engine names its background processes itself.
 FOREGROUND = "foreground"  # the processes that served the client (backends, or an embedded engine's client)
 OTHER = "other"  # a process the engine did not name (start-up, the warm-up's connection, ...): constant per run
+# The roles of a threaded server's threads that served no client: its first (start-up, the listener, shutdown)
+# and the others (timers, flushing, purge).
+MAIN_THREAD = "main thread"
+BACKGROUND_THREADS = "background threads"
 
 
 @dataclass(frozen=True)
@@ -219,17 +226,21 @@ def check_runnable(engine: Engine, install: Install) -> None:
         )
 
 
-def valgrind_wrapper(tool: Tool, out_dir: Path) -> list[str]:
-    """The command the postmaster runs under: one output file per process (%p), written at its exit."""
+def valgrind_wrapper(tool: Tool, out_dir: Path, *, threads: bool = False) -> list[str]:
+    """The command the server runs under: one output file per process (%p), written at its exit; with
+    `threads` (callgrind only), one per thread of each process (`<file>.<pid>-<thread>`)."""
     if tool not in TOOLS:
         raise DbsweepError(f"unknown valgrind tool {tool!r}; have: {', '.join(TOOLS)}")
+    if threads and tool != "callgrind":
+        raise DbsweepError("only callgrind counts per thread")
     # --fair-sched: valgrind runs one thread at a time, and by default a thread that wakes from a sleep may wait
     # seconds for a busy one to let go; the load client's timer thread (an embedded engine runs in the client)
     # then ends a 1 s run after 6 s. The count per operation does not change, the runs' lengths do.
     common = ["valgrind", f"--tool={tool}", "--trace-children=yes", "--fair-sched=yes"]
     if tool == "cachegrind":
         return [*common, "--cache-sim=no", "--branch-sim=no", f"--cachegrind-out-file={out_dir}/cg.%p"]
-    return [*common, f"--callgrind-out-file={out_dir}/callgrind.%p"]
+    split = ["--separate-threads=yes"] if threads else []
+    return [*common, *split, f"--callgrind-out-file={out_dir}/callgrind.%p"]
 
 
 # ---- valgrind's output files ------------------------------------------------------------------------
@@ -257,9 +268,24 @@ def read_ir(path: Path) -> int | None:
     return int(summary[i]) if i < len(summary) else None
 
 
+_FILE_ID = re.compile(r"(\d+)(?:-(\d+))?")  # <pid>, or <pid>-<thread> with separate threads
+
+
 def _file_pid(path: Path) -> int | None:
-    suffix = path.name.rpartition(".")[2]
-    return int(suffix) if suffix.isdigit() else None
+    m = _FILE_ID.fullmatch(path.name.rpartition(".")[2])
+    return int(m.group(1)) if m else None
+
+
+def _file_thread(path: Path) -> int | None:
+    """valgrind's number of the thread a per-thread file holds (1: the process's first); None for a process's."""
+    m = _FILE_ID.fullmatch(path.name.rpartition(".")[2])
+    return int(m.group(2)) if m and m.group(2) else None
+
+
+def _runs_any(path: Path, names: Collection[str]) -> bool:
+    """Whether valgrind's file names one of the functions `names` (as run, or as called)."""
+    data = path.read_bytes()
+    return any(re.search(rb"[ )]" + re.escape(n.encode()) + rb"(?:\(|'|\n| )", data) for n in names)
 
 
 def _wait_gone(pids: Iterable[int], timeout: float) -> None:
@@ -283,26 +309,26 @@ def _alive(pid: int) -> bool:
 # ---- the measurement ------------------------------------------------------------------------------
 
 
-def _files(out_dir: Path) -> dict[int, Path]:
-    """pid -> its output file, for the files valgrind has written in `out_dir` so far."""
-    out: dict[int, Path] = {}
+def _files(out_dir: Path) -> dict[Path, int]:
+    """Each output file valgrind has written in `out_dir` so far -> the pid of its process."""
+    out: dict[Path, int] = {}
     for f in out_dir.iterdir():
         pid = _file_pid(f)
         if pid is not None:
-            out[pid] = f
+            out[f] = pid
     return out
 
 
-def _complete(files: dict[int, Path], what: str) -> dict[int, int]:
-    """pid -> total Ir of each file; waits a little for a file still being written, then fails clearly."""
+def _complete(files: Iterable[Path], what: str) -> dict[Path, int]:
+    """file -> its total Ir; waits a little for a file still being written, then fails clearly."""
     deadline = time.monotonic() + 30.0
-    out: dict[int, int] = {}
-    for pid, f in files.items():
+    out: dict[Path, int] = {}
+    for f in files:
         while (ir := read_ir(f)) is None and time.monotonic() < deadline:
             time.sleep(0.1)
         if ir is None:
             raise StepError(f"valgrind's file {f} of {what} has no totals: the process did not exit cleanly.")
-        out[pid] = ir
+        out[f] = ir
     return out
 
 
@@ -317,6 +343,13 @@ class _Pass:
         self.logs = home / "instructions-logs"
         self.runs = 0
         self.summary: dict[str, Any] = {}
+        # Counted per thread: the server's threads that ran one of these functions served a client.
+        self.plan_threads = per_thread(instance)
+
+    def _thread_role(self, f: Path) -> str:
+        if _file_thread(f) == 1:
+            return MAIN_THREAD
+        return FOREGROUND if _runs_any(f, self.instance.client_thread_functions) else BACKGROUND_THREADS
 
     def _fresh_data(self) -> None:
         if self.plan.from_empty:
@@ -348,7 +381,7 @@ class _Pass:
             # A process alive now (the warm-up's connection may still be exiting) is not the client's.
             base = self.instance.workers()
             server = self.instance.pid
-            setup_files = set(_files(out_dir))
+            setup_pids = set(_files(out_dir).values())
             if amount == 0 and self.plan.probe is None:
                 raise DbsweepError("the plan has no probe, so its amount must be given")
             command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
@@ -365,24 +398,30 @@ class _Pass:
                 )
             # Backends born during the run write their file as they exit, which valgrind makes slow.
             _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
-            foreground = {pid for pid in set(_files(out_dir)) - setup_files if pid not in base}
+            foreground = {pid for pid in set(_files(out_dir).values()) - setup_pids if pid not in base}
             roles = self.instance.roles()
         finally:
             self.instance.stop()
-        if self.instance.threaded and server is not None:
+        files = _files(out_dir)
+        counts = _complete(files, f"run {self.runs}")
+        threads = self.plan_threads and server is not None
+        if self.instance.threaded and server is not None and not threads:
             # One process served the client with a thread (and did the background work): its file, written as it
             # stopped, is the foreground's; the split by role is not there to be had.
             foreground.add(server)
-        counts = _complete(_files(out_dir), f"run {self.runs}")
-        if not foreground:
+        by_role: dict[str, int] = {}
+        for f, ir in counts.items():
+            pid = files[f]
+            if threads and pid == server:
+                role = self._thread_role(f)
+            else:
+                role = FOREGROUND if pid in foreground else roles.get(pid, OTHER)
+            by_role[role] = by_role.get(role, 0) + ir
+        if FOREGROUND not in by_role:
             raise StepError(
                 f"no output file of the client's {'backend' if self.instance.pid else 'process'} appeared in "
                 f"{out_dir} during a run of {' '.join(command[:2])}; valgrind's messages are in {self.instance.log}."
             )
-        by_role: dict[str, int] = {}
-        for pid, ir in counts.items():
-            role = FOREGROUND if pid in foreground else roles.get(pid, OTHER)
-            by_role[role] = by_role.get(role, 0) + ir
         self.summary = s
         # With --warmup 0 an event can finish before the client marks the start of measurement: count both.
         events = int(s["events"]) + int(s.get("warmup_events", 0))
@@ -395,6 +434,12 @@ class _Pass:
             output_dir=str(out_dir),
             wall_s=time.monotonic() - t0,
         )
+
+
+def per_thread(instance: Instance) -> bool:
+    """Whether the instance's server is counted thread by thread (a threaded server that names its clients'
+    threads)."""
+    return instance.threaded and bool(instance.client_thread_functions)
 
 
 def _writable_dir(path: Path, user: str | None) -> None:
@@ -486,9 +531,12 @@ def instructions_per_op(
     home = home.resolve()
     shutil.rmtree(home / "valgrind", ignore_errors=True)
     instance = quiet_instance(engine, install, config_text, home)
+    threads = per_thread(instance)
+    if threads:
+        tool = "callgrind"  # cachegrind cannot tell one thread's work from another's
     try:
         reused = pristine(instance, install, load, home, say)
-        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d), home, plan)
+        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d, threads=threads), home, plan)
         amount = plan.short
         pairs: list[Pair] = []
         for i in range(repeats):
@@ -528,7 +576,7 @@ def instructions_per_op(
         pairs=pairs,
         tool=tool,
         valgrind_version=version,
-        valgrind_command=valgrind_wrapper(tool, home / "valgrind" / "run%N"),
+        valgrind_command=valgrind_wrapper(tool, home / "valgrind" / "run%N", threads=threads),
         server_version=install.version,
         output_dir=str(home / "valgrind"),
         wall_s=time.monotonic() - t_start,

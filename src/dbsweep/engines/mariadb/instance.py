@@ -209,8 +209,10 @@ class Server(Instance):
     # has it); False makes them in a bootstrap of their own, the path an older script takes.
     accounts_with_install_db: bool = True
 
-    # One process, many threads: the instruction count charges all of it to the work clients asked for.
+    # One process, many threads: the instruction count is taken per thread; a connection's thread (one per
+    # client, the default thread_handling) runs do_handle_one_connection, the background threads do not.
     threaded: ClassVar[bool] = True
+    client_thread_functions: ClassVar[tuple[str, ...]] = ("do_handle_one_connection",)
 
     @property
     def datadir(self) -> Path:
