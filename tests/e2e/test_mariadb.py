@@ -19,7 +19,7 @@ from dbsweep import configs, loadclient
 from dbsweep.engines.mariadb import Server
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.registry import engine_named
-from dbsweep.measure.instructions import FOREGROUND, instructions_per_op
+from dbsweep.measure.instructions import BACKGROUND_THREADS, FOREGROUND, MAIN_THREAD, instructions_per_op
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 from ..conftest import processes_under, running_instance
@@ -135,23 +135,34 @@ def test_the_accounts_without_install_dbs_extra_file(tmp: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 def test_instructions_of_a_threaded_server(tmp: Path) -> None:
-    """One process serves the client with a thread: its whole count (written as it stops) is the foreground's,
-    under valgrind with InnoDB's I/O in threads (`Server.wrapped_settings`)."""
+    """One process serves the client with a thread: the count is taken per thread (callgrind), the connections'
+    threads are the foreground and repeat closely, under valgrind with InnoDB's I/O in threads
+    (`Server.wrapped_settings`) and purge held by a read view."""
     engine = engine_named("mariadb")
     suite = Sysbench(SysbenchSettings(rows=10_000))
-    step = "point-query_range=100"
-    count = instructions_per_op(
-        engine,
-        engine.system_install("system"),
-        SMALL,
-        tmp / "instr",
-        step=step,
-        load=[suite.command(s, 1) for s in suite.setup_steps()],
-        plan=suite.instruction_plan(step, 1, 300),
-        tables=suite.tables(),
-        repeats=1,
-    )
-    assert processes_under(tmp / "instr") == []
-    assert 10_000 < count.per_query < 500_000
-    assert set(count.by_role) == {FOREGROUND} and count.foreground_share == 1.0
-    assert "innodb_use_native_aio = OFF" in count.held and "innodb_fast_shutdown = 0" in count.held
+    counts = {}
+    for step, amount in (("point-query_range=100", 300), ("update-index_range=100", 200)):
+        counts[step] = instructions_per_op(
+            engine,
+            engine.system_install("system"),
+            SMALL,
+            tmp / "instr",
+            step=step,
+            load=[suite.command(s, 1) for s in suite.setup_steps()],
+            plan=suite.instruction_plan(step, 1, amount),
+            tables=suite.tables(),
+            repeats=2,
+        )
+        assert processes_under(tmp / "instr") == []
+    for step, count in counts.items():
+        assert count.tool == "callgrind" and "--separate-threads=yes" in count.valgrind_command, step
+        assert FOREGROUND in count.by_role and set(count.by_role) <= {FOREGROUND, MAIN_THREAD, BACKGROUND_THREADS}
+        # Deterministic work: the connection's thread repeats to well under a per cent between pairs.
+        assert count.foreground_spread is not None and count.foreground_spread < 0.005, (step, count.pairs)
+        assert "innodb_use_native_aio = OFF" in count.held and "innodb_fast_shutdown = 0" in count.held
+        assert any("read view" in h for h in count.held)
+    point = counts["point-query_range=100"]
+    assert 10_000 < point.per_query < 500_000
+    assert point.foreground_share is not None and point.foreground_share > 0.95  # a read leaves no background work
+    # A write leaves purge work, done by background threads at the shutdown.
+    assert counts["update-index_range=100"].by_role.get(BACKGROUND_THREADS, 0) > 0

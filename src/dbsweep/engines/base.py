@@ -15,6 +15,7 @@ probed and stopped, with the statistics, sizes and log lines a step needs.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
@@ -172,6 +173,14 @@ class Instance(ABC):
 
     def prewarm(self, tables: list[str]) -> None:  # noqa: B027 - optional, as settle
         """Reads the tables and their indexes into the engine's cache."""
+
+    # What `held_still` holds, as the count records it beside the quiet config's settings.
+    held_during_count: ClassVar[tuple[str, ...]] = ()
+
+    def held_still(self) -> contextlib.AbstractContextManager[None]:
+        """Holds, for a counted run, background work whose share of the foreground's would follow timing rather
+        than the statements (nothing unless the engine says)."""
+        return contextlib.nullcontext()
 
     def workers(self) -> set[int]:
         """The processes that serve clients now (for the instruction count of the one that served a run)."""

@@ -316,7 +316,9 @@ def _files(out_dir: Path) -> dict[Path, int]:
         pid = _file_pid(f)
         if pid is not None:
             out[f] = pid
-    return out
+    # With separate threads callgrind also leaves the process's own file, empty: the threads' files hold it all.
+    threaded = {pid for f, pid in out.items() if _file_thread(f) is not None}
+    return {f: pid for f, pid in out.items() if pid not in threaded or _file_thread(f) is not None}
 
 
 def _complete(files: Iterable[Path], what: str) -> dict[Path, int]:
@@ -378,27 +380,28 @@ class _Pass:
                     self.instance.prewarm(tables)
                 except EngineError as e:
                     raise StepError(f"warming the cache failed: {e}") from e
-            # A process alive now (the warm-up's connection may still be exiting) is not the client's.
-            base = self.instance.workers()
-            server = self.instance.pid
-            setup_pids = set(_files(out_dir).values())
-            if amount == 0 and self.plan.probe is None:
-                raise DbsweepError("the plan has no probe, so its amount must be given")
-            command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
-            out = loadclient.run(
-                command,
-                loadclient.connection_to(self.instance),
-                self.logs / f"run{self.runs}-{amount}.log",
-                cpus=ONE_CPU,
-            )
-            s = out.result.flat()
-            if s.get("error_count"):
-                raise StepError(
-                    f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+            with self.instance.held_still():
+                # A process alive now (the warm-up's connection may still be exiting) is not the client's.
+                base = self.instance.workers()
+                server = self.instance.pid
+                setup_pids = set(_files(out_dir).values())
+                if amount == 0 and self.plan.probe is None:
+                    raise DbsweepError("the plan has no probe, so its amount must be given")
+                command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
+                out = loadclient.run(
+                    command,
+                    loadclient.connection_to(self.instance),
+                    self.logs / f"run{self.runs}-{amount}.log",
+                    cpus=ONE_CPU,
                 )
-            # Backends born during the run write their file as they exit, which valgrind makes slow.
-            _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
-            foreground = {pid for pid in set(_files(out_dir).values()) - setup_pids if pid not in base}
+                s = out.result.flat()
+                if s.get("error_count"):
+                    raise StepError(
+                        f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+                    )
+                # Backends born during the run write their file as they exit, which valgrind makes slow.
+                _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
+                foreground = {pid for pid in set(_files(out_dir).values()) - setup_pids if pid not in base}
             roles = self.instance.roles()
         finally:
             self.instance.stop()
@@ -594,7 +597,7 @@ def instructions_per_op(
         functions=function_rows(mid_pair),
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
-        held=held_settings(instance.quiet_config),
+        held=[*held_settings(instance.quiet_config), *instance.held_during_count],
     )
 
 
@@ -608,7 +611,7 @@ def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]
     """The pair's instructions per event by function (the largest `keep` by own and by inclusive cost)."""
 
     def profile(run: Run) -> functions.Profile:
-        return functions.add(functions.read_functions(f) for f in sorted(Path(run.output_dir).iterdir()))
+        return functions.add(functions.read_functions(f) for f in sorted(_files(Path(run.output_dir))))
 
     per_op = functions.per_operation(profile(pair.short), profile(pair.long), pair.short.events, pair.long.events)
     return functions.to_rows(functions.top_functions(per_op, keep))
