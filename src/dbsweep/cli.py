@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import sys
@@ -459,11 +460,21 @@ def sources(
     from dbsweep.sources import debian
 
     naming = naming_of(engine or names()[0])
+    root = workspace.resolve() / "sources"
     with console.status("reading Debian's source package lists"):
-        found = debian.available(workspace.resolve() / "sources", naming=naming)
+        listed = debian.available(root, naming=naming)
+    pooled = [
+        d
+        for d in debian.fetched_from_pool(root, naming=naming)
+        if d.debian_version not in {x.debian_version for x in listed}
+    ]
+    found = sorted([*listed, *pooled], key=functools.cmp_to_key(debian.source_order))
     table = Table(
         title=f'{naming.title} from Debian\'s source packages (source = "VERSION" or "debian:VERSION")',
         title_justify="left",
+        caption="A version no list carries is looked for in the archive's pool, and used only when its uploader "
+        "signed it.",
+        caption_justify="left",
     )
     for col in ("version", "Debian package", "Debian version", "suite"):
         table.add_column(col)

@@ -412,6 +412,10 @@ def test_a_version_only_the_pool_holds_is_fetched_checked_and_kept(
     assert any("in no Debian source list" in m for m in said)
     http_dir[2].shutdown()  # the second time, from the cache alone
     assert sources_resolve.resolve("debian:3.2", tmp_path / "sources", naming=TOY) == tree
+    # `dbsweep sources` lists it beside what the lists carry.
+    assert debian.fetched_from_pool(tmp_path / "sources", naming=TOY) == [
+        debian.DebianSource("toy3", "3.2-1", "3.2", "pool (fetched)", 3)
+    ]
 
 
 def test_a_pool_file_that_does_not_match_its_signed_dsc_is_refused(

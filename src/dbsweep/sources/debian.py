@@ -89,6 +89,25 @@ def available(root: Path, log: Log = quiet, *, naming: Naming) -> list[DebianSou
     return [s for s in _query(root, naming) if s.major in naming.debian_majors]
 
 
+def fetched_from_pool(root: Path, *, naming: Naming) -> list[DebianSource]:
+    """The engine's versions an earlier run fetched from the archive's pool (no list carries them), from the
+    cache alone."""
+    base = root / "debian"
+    found = []
+    for entry in sorted(base.iterdir()) if base.is_dir() else []:
+        tree = load_meta(entry, "")
+        if tree is None or tree.details.get("suite") != "pool":
+            continue
+        package, version = tree.details.get("package", ""), tree.details.get("debian_version", "")
+        major = naming.debian_major(package)
+        if major is None or not version:
+            continue
+        if naming.version_major is not None:
+            major = naming.version_major(upstream_of(version))
+        found.append(DebianSource(package, version, upstream_of(version), "pool (fetched)", major))
+    return sorted(found, key=functools.cmp_to_key(source_order))
+
+
 def resolve_debian(spec: str, version: str, root: Path, log: Log = quiet, *, naming: Naming) -> SourceTree:
     """The upstream tree of the engine's Debian source package at `version` (upstream, or a full Debian
     version)."""
@@ -358,7 +377,7 @@ def _query(root: Path, naming: Naming) -> list[DebianSource]:
             if naming.version_major is not None:  # one package, several majors
                 major = naming.version_major(upstream_of(v))
             found.append(DebianSource(p, v, upstream_of(v), ", ".join(dict.fromkeys(s)), major))
-    return sorted(found, key=functools.cmp_to_key(_order))
+    return sorted(found, key=functools.cmp_to_key(source_order))
 
 
 def _index_files(root: Path) -> list[tuple[str, str]]:
@@ -408,7 +427,7 @@ def _stanzas(index: bytes, prefix: str) -> Iterator[tuple[str, str]]:
             yield m.group(1).decode(), m.group(2).decode()
 
 
-def _order(a: DebianSource, b: DebianSource) -> int:
+def source_order(a: DebianSource, b: DebianSource) -> int:
     return (a.major - b.major) or compare_versions(a.debian_version, b.debian_version)
 
 
