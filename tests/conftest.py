@@ -30,6 +30,8 @@ import psutil
 import pytest
 
 from dbsweep.engines.base import Instance
+from dbsweep.measure.instructions import InstructionCount, instructions_per_op
+from dbsweep.suites.sysbench import Sysbench
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -124,6 +126,30 @@ def running_instance(
         yield instance
     finally:
         instance.remove()
+
+
+def count_system_step(
+    engine_name: str, config_text: str, home: Path, suite: Sysbench, step: str, repeats: int, amount: int | None = None
+) -> InstructionCount:
+    """The instruction count of one sysbench step on the engine's prebuilt install, its tables loaded in `home`
+    (reused by later counts there); no process under `home` is left running after it."""
+    from dbsweep.engines.registry import engine_named
+
+    engine = engine_named(engine_name)
+    count = instructions_per_op(
+        engine,
+        engine.system_install("system"),
+        config_text,
+        home,
+        step=step,
+        load=[suite.command(s, 1) for s in suite.setup_steps()],
+        plan=suite.instruction_plan(step, 1, amount),
+        tables=suite.tables(),
+        repeats=repeats,
+    )
+    # Stopped means stopped: the server, every backend and valgrind around each of them.
+    assert processes_under(home) == []
+    return count
 
 
 def processes_under(path: Path) -> list[psutil.Process]:

@@ -17,12 +17,19 @@ from pathlib import Path
 import pytest
 
 from dbsweep.engines import postgres
-from dbsweep.engines.registry import engine_named
 from dbsweep.measure import profile
-from dbsweep.measure.instructions import InstructionCount, instructions_per_op, read_ir
+from dbsweep.measure.instructions import InstructionCount, read_ir
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import ROOT, dbsweep, interruptible, processes_under, wait_no_processes, write_study
+from ..conftest import (
+    ROOT,
+    count_system_step,
+    dbsweep,
+    interruptible,
+    processes_under,
+    wait_no_processes,
+    write_study,
+)
 
 CONFIG = "shared_buffers=128MB\n"
 ROWS = 10000
@@ -48,21 +55,9 @@ def workdir(_test_root: Path) -> Iterator[Path]:
 
 
 def measure(workdir: Path, step: str, repeats: int, amount: int | None = None) -> InstructionCount:
-    engine = engine_named("postgres")
-    result = instructions_per_op(
-        engine,
-        engine.system_install("system"),
-        CONFIG,
-        workdir / "srv",
-        step=step,
-        load=[SUITE.command(s, 1) for s in SUITE.setup_steps()],
-        plan=SUITE.instruction_plan(step, 1, amount),
-        tables=SUITE.tables(),
-        repeats=repeats,
-    )
-    # Stopped means stopped: the postmaster, every backend and valgrind around each of them.
+    count = count_system_step("postgres", CONFIG, workdir / "srv", SUITE, step, repeats, amount)
     assert processes_under(workdir) == []
-    return result
+    return count
 
 
 @pytest.fixture(scope="module")

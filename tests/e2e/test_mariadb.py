@@ -19,10 +19,10 @@ from dbsweep import configs, loadclient
 from dbsweep.engines.mariadb import Server
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.registry import engine_named
-from dbsweep.measure.instructions import BACKGROUND_THREADS, FOREGROUND, MAIN_THREAD, instructions_per_op
+from dbsweep.measure.instructions import BACKGROUND_THREADS, FOREGROUND, MAIN_THREAD, InstructionCount
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import processes_under, running_instance
+from ..conftest import count_system_step, running_instance
 
 pytestmark = [
     pytest.mark.server,
@@ -138,22 +138,10 @@ def test_instructions_of_a_threaded_server(tmp: Path) -> None:
     """One process serves the client with a thread: the count is taken per thread (callgrind), the connections'
     threads are the foreground and repeat closely, under valgrind with InnoDB's I/O in threads
     (`Server.wrapped_settings`) and purge held by a read view."""
-    engine = engine_named("mariadb")
     suite = Sysbench(SysbenchSettings(rows=10_000))
-    counts = {}
+    counts: dict[str, InstructionCount] = {}
     for step, amount in (("point-query_range=100", 300), ("update-index_range=100", 200)):
-        counts[step] = instructions_per_op(
-            engine,
-            engine.system_install("system"),
-            SMALL,
-            tmp / "instr",
-            step=step,
-            load=[suite.command(s, 1) for s in suite.setup_steps()],
-            plan=suite.instruction_plan(step, 1, amount),
-            tables=suite.tables(),
-            repeats=2,
-        )
-        assert processes_under(tmp / "instr") == []
+        counts[step] = count_system_step("mariadb", SMALL, tmp / "instr", suite, step, 2, amount)
     for step, count in counts.items():
         assert count.tool == "callgrind" and "--separate-threads=yes" in count.valgrind_command, step
         assert FOREGROUND in count.by_role and set(count.by_role) <= {FOREGROUND, MAIN_THREAD, BACKGROUND_THREADS}

@@ -155,8 +155,8 @@ def test_a_threaded_servers_files_are_read_per_thread(tmp_path: Path) -> None:
         instructions.valgrind_wrapper("cachegrind", tmp_path, threads=True)
     names = {"callgrind.4321-03": (4321, 3), "callgrind.4321": (4321, None), "cg.77": (77, None)}
     for name, (pid, thread) in names.items():
-        assert (instructions._file_pid(Path(name)), instructions._file_thread(Path(name))) == (pid, thread)
-    assert instructions._file_pid(Path("callgrind.4321-x")) is None
+        assert instructions._file_id(Path(name)) == (pid, thread)
+    assert instructions._file_id(Path("callgrind.4321-x")) is None
     served = tmp_path / "callgrind.4321-03"
     served.write_text(
         "fn=(1) start_thread\ncfn=(2) handle_one_connection\ncalls=1 0\n1 5\n"

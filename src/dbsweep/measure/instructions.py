@@ -271,15 +271,18 @@ def read_ir(path: Path) -> int | None:
 _FILE_ID = re.compile(r"(\d+)(?:-(\d+))?")  # <pid>, or <pid>-<thread> with separate threads
 
 
-def _file_pid(path: Path) -> int | None:
+def _file_id(path: Path) -> tuple[int, int | None] | None:
+    """(pid, valgrind's number of the thread: 1 the process's first; None in a whole process's file), from an
+    output file's name; None for another file."""
     m = _FILE_ID.fullmatch(path.name.rpartition(".")[2])
-    return int(m.group(1)) if m else None
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
 def _file_thread(path: Path) -> int | None:
-    """valgrind's number of the thread a per-thread file holds (1: the process's first); None for a process's."""
-    m = _FILE_ID.fullmatch(path.name.rpartition(".")[2])
-    return int(m.group(2)) if m and m.group(2) else None
+    found = _file_id(path)
+    return found[1] if found else None
 
 
 def _runs_any(path: Path, names: Collection[str]) -> bool:
@@ -311,14 +314,10 @@ def _alive(pid: int) -> bool:
 
 def _files(out_dir: Path) -> dict[Path, int]:
     """Each output file valgrind has written in `out_dir` so far -> the pid of its process."""
-    out: dict[Path, int] = {}
-    for f in out_dir.iterdir():
-        pid = _file_pid(f)
-        if pid is not None:
-            out[f] = pid
+    ids = {f: found for f in out_dir.iterdir() if (found := _file_id(f)) is not None}
     # With separate threads callgrind also leaves the process's own file, empty: the threads' files hold it all.
-    threaded = {pid for f, pid in out.items() if _file_thread(f) is not None}
-    return {f: pid for f, pid in out.items() if pid not in threaded or _file_thread(f) is not None}
+    threaded = {pid for pid, thread in ids.values() if thread is not None}
+    return {f: pid for f, (pid, thread) in ids.items() if pid not in threaded or thread is not None}
 
 
 def _complete(files: Iterable[Path], what: str) -> dict[Path, int]:
@@ -346,7 +345,7 @@ class _Pass:
         self.runs = 0
         self.summary: dict[str, Any] = {}
         # Counted per thread: the server's threads that ran one of these functions served a client.
-        self.plan_threads = per_thread(instance)
+        self.by_thread = per_thread(instance)
 
     def _thread_role(self, f: Path) -> str:
         if _file_thread(f) == 1:
@@ -407,7 +406,7 @@ class _Pass:
             self.instance.stop()
         files = _files(out_dir)
         counts = _complete(files, f"run {self.runs}")
-        threads = self.plan_threads and server is not None
+        threads = self.by_thread and server is not None
         if self.instance.threaded and server is not None and not threads:
             # One process served the client with a thread (and did the background work): its file, written as it
             # stopped, is the foreground's; the split by role is not there to be had.

@@ -99,11 +99,9 @@ def fetched_from_pool(root: Path, *, naming: Naming) -> list[DebianSource]:
         if tree is None or tree.details.get("suite") != "pool":
             continue
         package, version = tree.details.get("package", ""), tree.details.get("debian_version", "")
-        major = naming.debian_major(package)
-        if major is None or not version:
+        major = _major(package, version, naming) if version else None
+        if major is None:
             continue
-        if naming.version_major is not None:
-            major = naming.version_major(upstream_of(version))
         found.append(DebianSource(package, version, upstream_of(version), "pool (fetched)", major))
     return sorted(found, key=functools.cmp_to_key(source_order))
 
@@ -372,12 +370,18 @@ def _query(root: Path, naming: Naming) -> list[DebianSource]:
             suites.setdefault((package, version), []).append(suite)
     found = []
     for (p, v), s in suites.items():
-        major = naming.debian_major(p)
+        major = _major(p, v, naming)
         if major is not None:  # a package that only shares the prefix
-            if naming.version_major is not None:  # one package, several majors
-                major = naming.version_major(upstream_of(v))
             found.append(DebianSource(p, v, upstream_of(v), ", ".join(dict.fromkeys(s)), major))
     return sorted(found, key=functools.cmp_to_key(source_order))
+
+
+def _major(package: str, debian_version: str, naming: Naming) -> int | None:
+    """The engine's major version a package's version carries; None for a package that is not the engine's."""
+    major = naming.debian_major(package)
+    if major is not None and naming.version_major is not None:  # one package, several majors
+        major = naming.version_major(upstream_of(debian_version))
+    return major
 
 
 def _index_files(root: Path) -> list[tuple[str, str]]:
@@ -556,9 +560,7 @@ def _from_pool(
         if not _download(f"{folder}/{name}", dsc.parent / name):
             raise DbsweepError(f"{name}, listed in {dsc.name}, is not served at {folder}/{name}.")
     checksums = _check_listed(dsc, listed)
-    major = naming.debian_major(package)
-    if naming.version_major is not None:
-        major = naming.version_major(upstream_of(debian_version))
+    major = _major(package, debian_version, naming)
     source = DebianSource(package, debian_version, upstream_of(debian_version), "pool", major or 0)
     details = {"from": f"{folder}/ (in no signed index)", "signed_by": signer}
     return _unpack_and_publish(spec, source, dsc.parent.parent, dsc, checksums, root, log, naming, details)
