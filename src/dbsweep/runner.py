@@ -559,7 +559,8 @@ class Runner:
         # No server pid (an embedded engine): the samplers charge the engine's work to the client.
         watch = StepWatch(Sampler(instance.pid, instance.datadir), tick)
         with watch.sampler:
-            output = loadclient.run(
+            output = self.suite.run(
+                key.step,
                 cmd,
                 access,
                 log,
@@ -569,7 +570,7 @@ class Runner:
                 on_summary=watch.on_summary,
             )
         summary = self.suite.judge(output.result.flat())
-        summary["command"] = ["dbsweep-load", *cmd]
+        summary.setdefault("command", ["dbsweep-load", *cmd])
         problem = integrity.check(self.suite.expectation(key.step), summary, output.seconds)
         if problem is not None:
             raise StepError(problem)

@@ -321,6 +321,16 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
 
     suite = study.suite
     bench = study.bench
+    engine = engine_registry.engine_named(study.engine)
+    if engine.kind not in bench.kinds:
+        fits = [n for n in engine_registry.names() if engine_registry.engine_named(n).kind in bench.kinds]
+        problems.append(
+            (
+                "suite.name",
+                f"the {suite.name} suite does not run against {engine.title} (a {engine.kind} engine); "
+                f"it runs against: {', '.join(fits)}",
+            )
+        )
     sets = tuple(bench.sets())
     if isinstance(suite.steps, str):
         if suite.steps not in sets:

@@ -1,5 +1,8 @@
 """The engine a contract test runs against: every test that asks for `engine_name` (or anything built on it)
-runs once per registered engine (`dbsweep.engines.registry.names()`), with that engine's `Support`."""
+runs once per registered engine the load client drives (`dbsweep.engines.registry.names()`, a server or an
+embedded library), with that engine's `Support`. An engine whose own tool is the client (RocksDB's db_bench)
+sends no statements and opens no connections: what of the contract applies to it (its lifecycle, a refused
+config, a disturbed step, a resume) is tested in its own e2e module."""
 
 from __future__ import annotations
 
@@ -16,7 +19,11 @@ from ..conftest import running_instance, wait_no_processes
 from .engines import SUPPORT, Support
 
 
-@pytest.fixture(scope="session", params=names())
+def _client_engines() -> list[str]:
+    return [n for n in names() if engine_named(n).kind != "tool"]
+
+
+@pytest.fixture(scope="session", params=_client_engines())
 def engine_name(request: pytest.FixtureRequest) -> str:
     name = str(request.param)
     if name not in SUPPORT:

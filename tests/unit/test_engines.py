@@ -15,11 +15,11 @@ from dbsweep.errors import ServerError
 
 
 def test_the_registry() -> None:
-    assert names() == ("postgres", "sqlite", "mariadb")
+    assert names() == ("postgres", "sqlite", "mariadb", "rocksdb")
     for name in names():
         e = engine_named(name)
         assert isinstance(e, Engine) and e.name == name and e is engine_named(name)
-    with pytest.raises(KeyError, match=r"unknown engine 'oracle'; have: postgres, sqlite, mariadb"):
+    with pytest.raises(KeyError, match=r"unknown engine 'oracle'; have: postgres, sqlite, mariadb, rocksdb"):
         engine_named("oracle")
 
 

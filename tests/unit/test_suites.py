@@ -16,6 +16,7 @@ from dbsweep.measure.integrity import Expectation, check
 from dbsweep.study import load_study
 from dbsweep.suites import registry
 from dbsweep.suites.base import Suite
+from dbsweep.suites.dbbench import Dbbench
 from dbsweep.suites.ibench import RATES, SLA_SHARE, Ibench, IbenchSettings
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 from dbsweep.suites.sysbench.steps import ALIASES, GROUPS, LOAD_STEP, SETS, STEPS
@@ -32,7 +33,7 @@ def ibench(**kw: object) -> Ibench:
 
 
 def test_the_registry_names_each_suite_once() -> None:
-    assert registry.names() == ["sysbench", "ibench"] == list(registry.SUITES)
+    assert registry.names() == ["sysbench", "ibench", "dbbench"] == list(registry.SUITES)
     assert registry.DEFAULT == "sysbench"
     for name, cls in registry.SUITES.items():
         assert issubclass(cls, Suite) and cls.name == name and registry.suite_class(name) is cls
@@ -40,9 +41,10 @@ def test_the_registry_names_each_suite_once() -> None:
     assert registry.suite_for(settings) is registry.suite_for(settings)  # bound once per settings
     assert isinstance(registry.suite_for(IbenchSettings(profile="quick")), Ibench)
     assert registry.owner_of("rw_seconds") == ["ibench"] and registry.owner_of("rows") == ["sysbench"]
-    assert set(registry.owner_of("clients")) == {"sysbench", "ibench"}
+    assert set(registry.owner_of("clients")) == {"sysbench", "ibench", "dbbench"}
     assert registry.operations() == ("insert", "delete", "query")
-    assert registry.summary_columns() == ("ips", "dps", "achieved_rate", "target_rate")
+    assert registry.summary_columns()[:4] == ("ips", "dps", "achieved_rate", "target_rate")
+    assert registry.summary_columns()[4:] == Dbbench.summary_columns
 
 
 def test_the_named_sets_are_the_methods() -> None:

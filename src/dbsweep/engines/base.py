@@ -57,11 +57,13 @@ class Install:
 class Access:
     """How the load client reaches an instance: its command-line arguments and environment (a password
     travels in the environment, never on a command line), and for an embedded engine, whose code runs
-    inside the client, the command the client runs under (valgrind, while instructions are counted)."""
+    inside the client, the command the client runs under (valgrind, while instructions are counted). A tool
+    engine, whose own benchmark program is the client (db_bench), names that program."""
 
     args: list[str]
     env: dict[str, str]
     wrapper: list[str] = field(default_factory=list)
+    program: Path | None = None  # the engine's own client; None: dbsweep-load
 
 
 @dataclass(frozen=True)

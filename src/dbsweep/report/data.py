@@ -170,6 +170,13 @@ class Row:
     spread: noise.Spread | None = None
     # Every target but the base: the verdict on instructions per operation (`instr`; the step's 1-client row).
     instr: dict[str, InstrVerdict] = field(default_factory=dict)
+    # The step as the method's reports print it at this client count (the suite's `step_label`), e.g.
+    # readwhilewriting.t1; empty: the step's own name.
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.step
 
 
 @dataclass(frozen=True)
@@ -458,7 +465,8 @@ def _assemble(
         base_median = row_cells[base].median
         rel = {t: _ratio(c.median, base_median) for t, c in row_cells.items()}
         ops_name = ops_names.get(step, suite.ops_name(step))
-        rows.append(Row(step, clients, suite.group_of(step), ops_name, row_cells, suite.in_summaries(step), rel))
+        group, summarised, label = suite.group_of(step), suite.in_summaries(step), suite.step_label(step, clients)
+        rows.append(Row(step, clients, group, ops_name, row_cells, summarised, rel, label=label))
     data = ReportData(study, run_id, targets, base, rows, title=study.title, suite=study.suite.name)
     data.group_titles, data.main_table, data.rate_note = suite.report_groups(), suite.main_table, suite.report_note()
     data.min_effect, data.confidence = m.min_effect, m.confidence

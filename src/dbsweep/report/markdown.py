@@ -43,7 +43,7 @@ def _grouped(
     """Blocks per group (and client count, when there are several), aligned alike."""
     out: list[str] = []
     keys = list(dict.fromkeys((r.group, r.clients) for r in data.rows))
-    lines = {k: [(cells(r), r.step) for r in data.rows if (r.group, r.clients) == k] for k in keys}
+    lines = {k: [(cells(r), r.name) for r in data.rows if (r.group, r.clients) == k] for k in keys}
     widths = _widths(headings, [ln for block in lines.values() for ln in block])
     for group, clients in keys:
         heading = fmt.group_title(group, clients, data) + (f" ({title})" if title else "")

@@ -11,7 +11,9 @@ looks like, its report groups and any extra report tables, and what preflight ne
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +22,8 @@ from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 
 if TYPE_CHECKING:
+    from dbsweep.engines.base import Access
+    from dbsweep.loadclient import StepOutput
     from dbsweep.report.tables import ExtraTable
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -80,6 +84,9 @@ class Suite(ABC):
     # has a `groups` setting naming one (`dbsweep report --groups NAME` overrides it).
     group_schemes: ClassVar[dict[str, str]] = {}
     default_set: ClassVar[str]
+    # The kinds of engine (`engines.base.Kind`) the suite runs against: the load client's suites need a server
+    # or a library it opens; a suite of an engine's own tool needs that engine.
+    kinds: ClassVar[tuple[str, ...]] = ("server", "embedded")
 
     def __init__(self, settings: SuiteSettings) -> None:
         self.settings = settings
@@ -150,6 +157,28 @@ class Suite(ABC):
     def command(self, step: str, clients: int) -> list[str]:
         """The load client's arguments for one step (without how to reach the server): the one place that
         builds them."""
+
+    def run(
+        self,
+        step: str,
+        command: Sequence[str],
+        conn: Access,
+        log: Path,
+        on_second: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        cpus: frozenset[int] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_summary: Callable[[], None] | None = None,
+    ) -> StepOutput:
+        """Runs one step's command and reads its result: the load client, unless the suite drives the engine's
+        own tool."""
+        from dbsweep import loadclient
+
+        return loadclient.run(command, conn, log, on_second, cpus=cpus, on_start=on_start, on_summary=on_summary)
+
+    def step_label(self, step: str, clients: int) -> str:
+        """The step's name as the method's reports print it at a client count (the step's own by default)."""
+        return step
 
     @abstractmethod
     def expectation(self, step: str) -> Expectation:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from dbsweep.suites.base import Suite, SuiteSettings
+from dbsweep.suites.dbbench import Dbbench
 from dbsweep.suites.ibench import Ibench
 from dbsweep.suites.sysbench import Sysbench
 
 # Adding a suite: a package under suites/ with a Suite subclass, and one line here.
-SUITES: dict[str, type[Suite]] = {s.name: s for s in (Sysbench, Ibench)}
+SUITES: dict[str, type[Suite]] = {s.name: s for s in (Sysbench, Ibench, Dbbench)}
 DEFAULT = "sysbench"
 
 

@@ -1,0 +1,91 @@
+"""RocksDB behind the engine boundary: an engine whose benchmark tool, `db_bench`, is its own client (no
+server), its Debian names, the build recipe of db_bench, option-set configs fitted to each version, and the
+database directory's lifecycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from dbsweep.build.recipe import Recipe
+from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.engines import base
+from dbsweep.engines.rocksdb import config, install, source
+from dbsweep.engines.rocksdb.install import Install
+from dbsweep.engines.rocksdb.instance import Store
+from dbsweep.sources import Naming
+
+__all__ = ["Install", "Rocksdb", "Store"]
+
+# Bytes on disk per byte of key and value, roughly: the LSM tree's levels overlap while compaction catches up.
+_DISK_PER_DATA_BYTE = 1.5
+
+
+class Rocksdb(base.Engine):
+    name: ClassVar[str] = "rocksdb"
+    title: ClassVar[str] = "RocksDB"
+    kind: ClassVar[base.Kind] = "tool"
+    # Nothing to start; db_bench compiles with the library in 20-40 min on 2 cores.
+    costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=5.0, build_s=1800.0, lto_build_s=2400.0)
+    source_forms: ClassVar[str] = (
+        "use 'system' (Debian's db_bench from rocksdb-tools), a version such as '9.11.2' or 'debian:9.11.2' "
+        "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
+    )
+
+    @property
+    def naming(self) -> Naming:
+        return source.NAMING
+
+    def recipe(self) -> Recipe:
+        from dbsweep.engines.rocksdb.build import RECIPE
+
+        return RECIPE
+
+    def system_versions(self) -> list[str]:
+        return install.system_versions()
+
+    def system_install(self, spec: str) -> base.Install:
+        return install.system_install(spec)
+
+    # ---- configs
+
+    def parse_config(self, lines: list[tuple[str, str]]) -> tuple[Setting, ...]:
+        return config.parse(lines)
+
+    def include_target(self, line: str) -> str | None:
+        return config.include_target(line)
+
+    def known_settings(self, inst: base.Install) -> set[str]:
+        """The flags the install's db_bench lists in its --help."""
+        db_bench = inst.bin("db_bench")
+        return set(install.known_flags(str(db_bench), db_bench.stat().st_mtime))
+
+    def fit_config(self, diff: ConfigDiff, inst: base.Install, optional: set[str]) -> tuple[str, list[str]]:
+        return config.fit(diff, self.known_settings(inst), inst.short_version, optional)
+
+    def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
+        return None  # db_bench's threads are not connections
+
+    # ---- instances
+
+    def server_user(self) -> str | None:
+        return None  # db_bench runs as dbsweep's own user, as the load client does
+
+    def instance(
+        self,
+        install: base.Install,
+        home: Path,
+        config_name: str,
+        config_text: str,
+        user: str | None,
+        wrapper: list[str] | None = None,
+    ) -> base.Instance:
+        if not isinstance(install, Install):
+            raise TypeError(f"not a RocksDB install: {install!r}")
+        return Store(install, home, config_name, config_text, user, wrapper)
+
+    def stop_stale(self, datadir: Path) -> None:
+        """No process is ever left on a database directory: db_bench runs as a step's child."""
+
+    def storage_bytes(self, diff: ConfigDiff | None, table_bytes: int) -> int:
+        return int(table_bytes * _DISK_PER_DATA_BYTE)

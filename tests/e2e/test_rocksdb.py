@@ -1,0 +1,162 @@
+"""RocksDB end to end through Debian's db_bench (rocksdb-tools), which is engine and client at once: a study of
+the LRU block cache against the hyper clock cache runs the method's seed set at one and two threads and
+reports, every cell whole, with db_bench's own figures (the §6 columns), the per-second rates and the
+flush_mt_l0 maintenance; the cache word is fitted to the installed version; an option db_bench does not know
+stops the run before it starts, with the file, the line and the version; a killed db_bench is a failed cell, and the run
+resumes on a fresh database.
+
+This is what of the engine contract applies to an engine with no server (tests/contract: its lifecycle, a
+refused config, a disturbed step, a resume)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dbsweep.engines.registry import engine_named
+
+from ..conftest import dbsweep, start_run
+
+pytestmark = pytest.mark.server
+
+STUDY = """\
+name = "rx"
+engine = "rocksdb"
+base = "lru"
+workspace = "{workspace}"
+
+[suite]
+name = "dbbench"
+steps = {steps}
+keys = 50000
+read_seconds = 2
+write_seconds = {write_seconds}
+settle_seconds = 1
+clients = [1, 2]
+cache_mb = 64
+
+[[targets]]
+name = "lru"
+source = "system"
+config = "lru"
+
+[[targets]]
+name = "hcc"
+source = "system"
+config = "{config}"
+"""
+
+
+def _needs_db_bench() -> str:
+    versions = engine_named("rocksdb").system_versions()
+    if not versions:
+        pytest.fail("Debian's db_bench is not installed: scripts/setup.sh installs rocksdb-tools")
+    return versions[0]
+
+
+def _study(tmp: Path, config: str = "hyper_clock", write_seconds: int = 2, steps: str = '"seed"') -> Path:
+    path = tmp / "rx.toml"
+    path.write_text(STUDY.format(workspace=tmp / "ws", config=config, write_seconds=write_seconds, steps=steps))
+    return path
+
+
+def _cells(tmp: Path) -> list[tuple[str, str, int, str, dict[str, object]]]:
+    db = sqlite3.connect(tmp / "ws" / "results.db")
+    rows = db.execute(
+        "SELECT t.name, c.step, c.clients, c.status, COALESCE(s.summary, '{}') FROM cells c "
+        "JOIN targets t ON t.id = c.target_id LEFT JOIN step_results s ON s.cell_id = c.id ORDER BY c.id"
+    ).fetchall()
+    db.close()
+    return [(t, st, c, status, json.loads(s)) for t, st, c, status, s in rows]
+
+
+def test_lru_against_hyper_clock_runs_and_reports(tmp_path: Path) -> None:
+    version = _needs_db_bench()
+    study = _study(tmp_path)
+    dbsweep("run", study, timeout=900)
+    cells = _cells(tmp_path)
+    # fillseq, revrange and overwritesome once, the four timed steps at 1 and 2 threads; per target.
+    assert len(cells) == 2 * (3 + 4 * 2)
+    assert all(c[3] == "done" for c in cells), [c[:4] for c in cells if c[3] != "done"]
+    by = {(t, st, c): s for t, st, c, _, s in cells}
+    fill = by[("lru", "fillseq", 1)]
+    assert fill["operations"] == 50000 and float(fill["rate"]) > 0  # type: ignore[arg-type]
+    assert fill["command"][0] == "db_bench" and "--benchmarks=fillseq,stats" in fill["command"]  # type: ignore[index]
+    # db_bench's own account: the stats dump's columns and the latency histogram.
+    ow = by[("hcc", "overwriteandwait", 2)]
+    assert float(ow["w_amp"]) > 0 and float(ow["c_wgb"]) >= 0 and ow["stall_pct"] is not None  # type: ignore[arg-type]
+    assert float(ow["latency_us"]["p99"]) > 0 and ow["histogram_buckets"]  # type: ignore[index]
+    assert float(ow["u_cpu"]) > 0 and int(ow["rss_kb"]) > 0  # type: ignore[arg-type]
+    # flush_mt_l0 ran once, before the first while-writing step.
+    assert "flush_mt_l0_s" in by[("lru", "revrangewhilewriting", 1)]["maintenance_before"]  # type: ignore[operator]
+    assert "maintenance_before" not in by[("lru", "readwhilewriting", 1)]
+    # The cache the config asked for, as this version's db_bench calls it.
+    command = by[("hcc", "readwhilewriting", 1)]["command"]
+    hcc = [a for a in command if "cache_type" in a]  # type: ignore[union-attr]
+    want = "hyper_clock_cache" if version < "8.5" else "auto_hyper_clock_cache"
+    assert hcc == [f"--cache_type={want}"]
+    db = sqlite3.connect(tmp_path / "ws" / "results.db")
+    per_second = db.execute(
+        "SELECT count(*) FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.step = 'readwhilewriting'"
+    ).fetchone()[0]
+    db.close()
+    assert per_second >= 4  # two targets, two thread counts, a line per second of db_bench's report
+    md = dbsweep("report", study, "--format", "markdown").stdout
+    assert "readwhilewriting.t2" in md and "fillseq.wal_disabled.v400" in md
+    rows = json.loads(dbsweep("report", study, "--format", "json").stdout)["rows"]
+    assert {r["step"] for r in rows} >= {"fillseq", "readwhilewriting", "overwriteandwait"}
+    assert all(r["w_amp"] is not None for r in rows if r["step"] == "overwriteandwait")
+
+
+def test_an_option_db_bench_lacks_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    version = _needs_db_bench()
+    configs = tmp_path / "configs" / "rocksdb"
+    configs.mkdir(parents=True)
+    for name in ("lru", "hyper_clock"):
+        (configs / f"{name}.conf").write_text(
+            (Path(__file__).resolve().parents[2] / "configs" / "rocksdb" / f"{name}.conf").read_text()
+        )
+    (configs / "odd.conf").write_text("# an option no db_bench has\ncache_type = lru\nno_such_option = 3\n")
+    study = _study(tmp_path, config="odd")
+    r = dbsweep("run", study, check=False, timeout=900, env={"DBSWEEP_CONFIGS": str(tmp_path / "configs")})
+    out = r.stdout + r.stderr
+    said = " ".join(out.split())
+    assert f"sets no_such_option (odd.conf:3), which RocksDB {version}'s db_bench does not know" in said
+    # Preflight checks every target's config against its binary: nothing runs.
+    assert r.returncode != 0 and not (tmp_path / "ws" / "results.db").exists()
+
+
+def test_a_killed_db_bench_is_a_failed_cell_and_the_run_resumes(tmp_path: Path) -> None:
+    _needs_db_bench()
+    study = _study(tmp_path, write_seconds=6, steps='["fillseq", "readwhilewriting"]')
+    proc = start_run(study)
+    try:
+        victim = None
+        deadline = time.monotonic() + 300
+        while victim is None and time.monotonic() < deadline:
+            for p in psutil.Process(proc.pid).children(recursive=True):
+                try:
+                    if p.name() == "db_bench" and any("readwhilewriting" in a for a in p.cmdline()):
+                        victim = p
+                except psutil.Error:
+                    continue
+            time.sleep(0.2)
+        assert victim is not None, "readwhilewriting never started"
+        time.sleep(1.0)
+        os.kill(victim.pid, signal.SIGKILL)
+        proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    failed = [(t, st, c, s) for t, st, c, status, s in _cells(tmp_path) if status == "failed"]
+    assert failed and failed[0][1] == "readwhilewriting"
+    dbsweep("run", study, "--rerun-failed", timeout=900)
+    final = {(t, st, c): status for t, st, c, status, _ in _cells(tmp_path)}
+    assert all(v == "done" for v in final.values()), final
