@@ -30,7 +30,8 @@ from dbsweep.engines.rocksdb.install import linked_libraries
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree
 
-OPTIONS = ("DEBUG_LEVEL=0", "PORTABLE=1", "USE_RTTI=1", "DISABLE_WARNING_AS_ERROR=1")
+# V=1: make echoes every compile, which the progress counts (RocksDB's make is quiet by default).
+OPTIONS = ("DEBUG_LEVEL=0", "PORTABLE=1", "USE_RTTI=1", "DISABLE_WARNING_AS_ERROR=1", "V=1")
 RECORD = "share/dbsweep/build.json"
 # The training: (benchmarks, extra flags), on 200k keys.
 TRAINING = (
