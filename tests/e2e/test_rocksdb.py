@@ -110,6 +110,11 @@ def test_lru_against_hyper_clock_runs_and_reports(tmp_path: Path) -> None:
     assert per_second >= 4  # two targets, two thread counts, a line per second of db_bench's report
     md = dbsweep("report", study, "--format", "markdown").stdout
     assert "readwhilewriting.t2" in md and "fillseq.wal_disabled.v400" in md
+    # The method's report.tsv columns, with ratios to the base.
+    table = md.split("report.tsv", 1)[1]
+    assert all(col in table for col in ("ops_sec", "lsm_sz", "c_wgb", "w_amp", "stall%", "Nstall", "u_cpu", "rss"))
+    hcc_line = next(ln for ln in table.splitlines() if ln.startswith("overwriteandwait.t2.s0") and " hcc " in ln)
+    assert "(" in hcc_line  # each value of a target beside the base carries its ratio
     rows = json.loads(dbsweep("report", study, "--format", "json").stdout)["rows"]
     assert {r["step"] for r in rows} >= {"fillseq", "readwhilewriting", "overwriteandwait"}
     assert all(r["w_amp"] is not None for r in rows if r["step"] == "overwriteandwait")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,9 @@ from dbsweep.measure.integrity import Expectation
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 from dbsweep.suites.dbbench import tool
 from dbsweep.suites.dbbench.steps import GROUPS, JOBS, SEED_REPORTED, SETS, SETUP, STEP_NAMES, WHILE_WRITING, canonical
+
+if TYPE_CHECKING:
+    from dbsweep.report.tables import ExtraTable
 
 # Rough rates of this VM for preflight's estimate (db_bench 7.8.3, 2 vCPUs).
 FILLSEQ_KEYS_PER_S = 300_000
@@ -279,6 +282,11 @@ class Dbbench(Suite):
 
     def data_bytes(self) -> int:
         return self.settings.keys * (self.settings.key_size + self.settings.value_size)
+
+    def report_tables(self, data: Any) -> list[ExtraTable]:
+        from dbsweep.suites.dbbench.report import tables
+
+        return tables(data, self)
 
     def report_note(self) -> str:
         return "db_bench's ops/s: reads/s of the while-writing steps (the writer is rate-limited), keys/s of the loads"

@@ -1,0 +1,95 @@
+"""The dbbench suite's own report table: per step and target the columns of the method's `report.tsv`
+(methodology §6), medians over the repetitions, each with its ratio to the base; the throughput over time of
+the while-writing steps is in the common per-second charts."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from dbsweep.report import fmt
+from dbsweep.report.data import Entry, ReportData
+from dbsweep.report.tables import ExtraTable, Value
+
+if TYPE_CHECKING:
+    from dbsweep.suites.dbbench import Dbbench
+
+SECTION = "db_bench"
+# (column as report.tsv names it, how to read it from a stored summary, how to print it)
+_KB_PER_MB = 1024.0
+
+
+def _lat(key: str) -> Any:
+    return lambda s: (s.get("latency_us") or {}).get(key)
+
+
+COLUMNS: tuple[tuple[str, Any, Any], ...] = (
+    ("ops_sec", lambda s: s.get("rate"), fmt.num),
+    ("mb_sec", lambda s: s.get("mb_sec"), fmt.ratio),
+    ("lsm_sz", lambda s: s.get("lsm_sz_gb"), lambda v: f"{v:.2f}G"),
+    ("c_wgb", lambda s: s.get("c_wgb"), lambda v: f"{v:.2f}"),
+    ("w_amp", lambda s: s.get("w_amp"), lambda v: f"{v:.2f}"),
+    ("c_mbps", lambda s: s.get("c_mbps"), lambda v: f"{v:.1f}"),
+    ("stall%", lambda s: s.get("stall_pct"), lambda v: f"{v:.1f}"),
+    ("Nstall", lambda s: s.get("nstall"), lambda v: f"{v:.0f}"),
+    ("usec_op", lambda s: s.get("micros_per_op"), lambda v: f"{v:.3f}"),
+    ("p50", _lat("p50"), lambda v: f"{v:.1f}"),
+    ("p99", _lat("p99"), lambda v: f"{v:.1f}"),
+    ("p99.9", _lat("p999"), lambda v: f"{v:.1f}"),
+    ("pmax", _lat("max"), lambda v: f"{v:.0f}"),
+    ("u_cpu", lambda s: s.get("u_cpu"), lambda v: f"{v:.2f}"),
+    ("s_cpu", lambda s: s.get("s_cpu"), lambda v: f"{v:.2f}"),
+    ("rss", lambda s: (s.get("rss_kb") or 0) / _KB_PER_MB or None, lambda v: f"{v:.0f}M"),
+)
+
+
+def _median(cell: Entry, read: Any) -> float | None:
+    vals = [float(v) for s in cell.summaries if (v := read(s)) is not None and math.isfinite(float(v))]
+    return statistics.median(vals) if vals else None
+
+
+# What fits a terminal; the markdown and HTML reports have every column.
+TERMINAL = ("ops_sec", "lsm_sz", "w_amp", "stall%", "p99", "u_cpu", "s_cpu", "rss")
+
+
+def tables(data: ReportData, suite: Dbbench) -> list[ExtraTable]:
+    rows = [r for r in data.rows if r.step in suite.step_names()]
+    if not rows:
+        return []
+    wide = _table(data, rows, COLUMNS, "dbbench-columns", frozenset({"markdown", "html"}))
+    narrow = [c for c in COLUMNS if c[0] in TERMINAL]
+    return [wide, _table(data, rows, tuple(narrow), "dbbench-columns-short", frozenset({"terminal"}))]
+
+
+def _table(
+    data: ReportData, rows: list[Any], columns: tuple[tuple[str, Any, Any], ...], key: str, formats: frozenset[str]
+) -> ExtraTable:
+    lines: list[list[Value]] = []
+    rules: set[int] = set()
+    for r in rows:
+        base = {name: _median(r.cells[data.base], read) for name, read, _ in columns}
+        for t in data.ordered:
+            line = [Value(r.name), Value(t)]
+            for name, read, show in columns:
+                v = _median(r.cells[t], read)
+                text = fmt.DASH if v is None else show(v)
+                b = base[name]
+                if t != data.base and v is not None and b:
+                    text += f" ({v / b:.2f})"
+                line.append(Value(text, sort=v))
+            lines.append(line)
+        rules.add(len(lines) - 1)
+    return ExtraTable(
+        key,
+        f"{data.title}: db_bench's columns per step (report.tsv), medians, (ratio to {data.base})",
+        ["test", "target", *(name for name, _, _ in columns)],
+        lines,
+        "ops_sec and usec_op from the result line; lsm_sz (GB), c_wgb (GB written by compaction), w_amp "
+        "((compaction + flush GB) / ingest GB), c_mbps, stall% and Nstall from the stats dump after the step; "
+        "p50-pmax in µs from the histogram; u_cpu and s_cpu in CPU seconds, rss the peak, of db_bench.",
+        labels=2,
+        section=SECTION,
+        rules=frozenset(rules),
+        formats=formats,
+    )
