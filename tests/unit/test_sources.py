@@ -46,6 +46,28 @@ def test_tarball_from_a_file(tmp_path: Path, compression: str) -> None:
     assert not list((root / ".tmp").iterdir())  # nothing staged is left behind
 
 
+def test_a_tarball_that_bundles_the_tree_one_level_down(tmp_path: Path) -> None:
+    # A language binding's package of the engine's sources: binding-1.0/ holds its own files and the tree.
+    top = tmp_path / "binding-1.0"
+    fake_tree(top / "engine", "99.3")
+    (top / "Cargo.toml").write_text("[package]\n")
+    (top / "docs").mkdir()
+    archive = tmp_path / "binding-1.0.crate"  # a gzip tarball by another name
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(top, arcname=top.name)
+    root = tmp_path / "sources"
+    tree = resolve(f"tarball:{archive}", root)
+    assert tree.version == "99.3" and tree.details["subdir"] == "engine"
+    assert tree.path == root / "tarball" / sha256(archive) / "tree" / "engine"
+    assert resolve(f"tarball:{archive}", root) == tree  # the cached entry records where the tree is
+    fake_tree(top / "other", "99.4")
+    again = tmp_path / "binding-2.tar.gz"
+    with tarfile.open(again, "w:gz") as tf:
+        tf.add(top, arcname=top.name)
+    with pytest.raises(DbsweepError, match=r"several Postgres trees \(engine, other\)"):
+        resolve(f"tarball:{again}", root)
+
+
 @pytest.fixture
 def http_dir(tmp_path: Path) -> Iterator[tuple[str, Path, http.server.ThreadingHTTPServer]]:
     served = tmp_path / "www"

@@ -145,17 +145,39 @@ def _unpack_and_publish(
     staged.mkdir()
     with archive.open("rb") as f:
         path = unpack(f, staged, archive.name)
+    path, version = _engine_tree(path, naming)
+    details = {"source": source, "file": archive.name}
+    if path != staged / "tree":
+        details["subdir"] = str(path.relative_to(staged / "tree"))
     result = SourceTree(
-        spec=spec,
-        kind="tarball",
-        path=path,
-        version=naming.tree_version(path),
-        identity=f"sha256:{digest}",
-        details={"source": source, "file": archive.name},
+        spec=spec, kind="tarball", path=path, version=version, identity=f"sha256:{digest}", details=details
     )
     write_meta(staged, result)
     publish(staged, entry)
-    return dataclasses.replace(result, path=entry / "tree")
+    return dataclasses.replace(result, path=entry / path.relative_to(staged))
+
+
+def _engine_tree(path: Path, naming: Naming) -> tuple[Path, str]:
+    """The engine's tree in an unpacked tarball and its version: the tarball's root, or else the one directory
+    just below it that is the engine's tree (an archive that bundles it, such as a language binding's package
+    of the engine's sources: `librocksdb-sys-6.11.4/rocksdb/`)."""
+    try:
+        return path, naming.tree_version(path)
+    except DbsweepError as e:
+        found: list[tuple[Path, str]] = []
+        for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+            try:
+                found.append((sub, naming.tree_version(sub)))
+            except DbsweepError:
+                continue
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(p.name for p, _ in found)
+            raise DbsweepError(
+                f"the tarball holds several {naming.title} trees ({names}); unpack the one to use"
+            ) from e
+        raise
 
 
 def _entry(root: Path, digest: str) -> Path:
