@@ -26,7 +26,7 @@ from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
-from dbsweep.sources import SourceTree, debian, git, localdir, tarball
+from dbsweep.sources import SourceTree, crate, debian, git, localdir, tarball
 from dbsweep.study import Study, source_kind
 from dbsweep.suites.base import Connections
 
@@ -325,6 +325,11 @@ class _Look:
             if tarball.is_url(rest) or any(i.startswith("sha256:") for i in self._identities):
                 return None, tarball.cached_tarball(spec, rest, root)
             return None, None
+        if kind == "crate":
+            try:
+                return None, crate.cached_crate(spec, rest, root)
+            except DbsweepError as e:
+                return str(e), None
         if kind == "git":
             return self._git(spec, rest)
         return None, None

@@ -216,7 +216,7 @@ def source_kind(spec: str) -> str | None:
     """Which kind of source a target's `source` names, or None when it names none."""
     if spec == "system" or re.fullmatch(r"system:\d+", spec):
         return "system"
-    for kind in ("debian", "git", "tarball", "dir"):
+    for kind in ("debian", "git", "tarball", "crate", "dir"):
         if spec.startswith(kind + ":") and len(spec) > len(kind) + 1:
             return kind
     # A bare version: upstream (15.18) or Debian's (15.18-0+deb12u1).

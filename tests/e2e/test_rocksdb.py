@@ -165,3 +165,18 @@ def test_a_killed_db_bench_is_a_failed_cell_and_the_run_resumes(tmp_path: Path) 
     dbsweep("run", study, "--rerun-failed", timeout=900)
     final = {(t, st, c): status for t, st, c, status, _ in _cells(tmp_path)}
     assert all(v == "done" for v in final.values()), final
+
+
+def test_a_version_from_a_bindings_crate(tmp_path: Path) -> None:
+    # Debian's archive here serves 7.8.3's files only; Rust's registry carries RocksDB's whole tree in the
+    # binding's -sys crate, fetched by cargo through its own registry configuration.
+    from dbsweep.sources import resolve as sources
+
+    naming = engine_named("rocksdb").naming
+    root = tmp_path / "sources"
+    tree = sources.resolve("crate:librocksdb-sys@6.11.4", root, naming=naming)
+    assert tree.version == "6.11.4" and tree.details["subdir"] == "rocksdb"
+    assert (tree.path / "tools" / "db_bench_tool.cc").is_file() and (tree.path / "Makefile").is_file()
+    assert tree.identity.startswith("sha256:")
+    # The second time comes from the cache: the same tree, without cargo.
+    assert sources.resolve("crate:librocksdb-sys@6.11.4", root, naming=naming, refresh=False) == tree

@@ -474,3 +474,27 @@ def test_a_version_neither_listed_nor_in_the_pool_names_what_was_tried(
     message = str(e.value)
     assert message.startswith("no Debian source for Toy 3.9; have: 3.1, and the archive's pool does not serve")
     assert "/pool/main/t/toy3/toy3_3.9-1.dsc" in message
+
+
+# --- crate ----------------------------------------------------------------------------------
+
+
+def test_a_crate_source_names_its_exact_version() -> None:
+    from dbsweep.sources import crate
+
+    assert crate.parse("librocksdb-sys@0.17.1+9.9.3") == ("librocksdb-sys", "0.17.1+9.9.3")
+    for bad in ("librocksdb-sys", "librocksdb-sys@9", "@6.11.4", "a b@1.2.3"):
+        with pytest.raises(DbsweepError, match="write crate:NAME@VERSION"):
+            crate.parse(bad)
+
+
+def test_a_crate_is_checked_against_the_lock_files_checksum(tmp_path: Path) -> None:
+    from dbsweep.sources import crate
+
+    lock = tmp_path / "Cargo.lock"
+    lock.write_text(
+        'version = 3\n\n[[package]]\nname = "other"\nversion = "1.0.0"\nchecksum = "00"\n\n'
+        '[[package]]\nname = "librocksdb-sys"\nversion = "6.11.4"\nchecksum = "ab12"\n'
+    )
+    assert crate._locked_checksum(lock, "librocksdb-sys", "6.11.4") == "ab12"
+    assert crate._locked_checksum(lock, "librocksdb-sys", "6.11.5") is None

@@ -10,6 +10,7 @@ Under the sources root:
     debian/<package>_<version>/   tree/, download/ (.dsc, .orig and Debian tarballs), source.json
     git/repos/<name>-<key>.git    mirror clones;  git/trees/<commit>/  tree/, source.json
     tarball/<sha256>/             tree/, source.json;  tarball/by-url/  URL -> sha256
+    crate/<name>@<version>        the sha256 of the crate, whose tree is the tarball entry of those bytes
     .tmp/                         staging, renamed into place when complete
 `dir:` trees are used where they are; nothing is stored for them.
 """
@@ -22,13 +23,17 @@ from pathlib import Path
 
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import Naming, SourceTree, quiet
+from dbsweep.sources.crate import resolve_crate
 from dbsweep.sources.debian import resolve_debian
 from dbsweep.sources.git import resolve_git
 from dbsweep.sources.localdir import resolve_dir
 from dbsweep.sources.tarball import resolve_tarball
 
-_KINDS = ("debian", "git", "tarball", "dir")
-FORMS = "debian:VERSION (or a bare VERSION such as 15.18), git:URL_OR_PATH@REF, tarball:PATH_OR_URL or dir:PATH"
+_KINDS = ("debian", "git", "tarball", "crate", "dir")
+FORMS = (
+    "debian:VERSION (or a bare VERSION such as 15.18), git:URL_OR_PATH@REF, tarball:PATH_OR_URL, "
+    "crate:NAME@VERSION or dir:PATH"
+)
 
 
 def resolve(
@@ -55,4 +60,6 @@ def resolve(
         return resolve_git(spec, rest, root, say, naming=naming, refresh=refresh)
     if kind == "tarball":
         return resolve_tarball(spec, rest, root, say, naming=naming)
+    if kind == "crate":
+        return resolve_crate(spec, rest, root, say, naming=naming)
     raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")

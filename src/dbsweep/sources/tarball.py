@@ -180,6 +180,19 @@ def _engine_tree(path: Path, naming: Naming) -> tuple[Path, str]:
         raise
 
 
+def publish_archive(
+    spec: str, archive: Path, digest: str, source: str, root: Path, log: Log, naming: Naming
+) -> SourceTree:
+    """Unpacks an archive already hashed (`digest`) into the tarball cache, or answers from it."""
+    return _unpack_and_publish(spec, archive, digest, source, root, log, naming)
+
+
+def cached_digest(spec: str, digest: str, source: str, root: Path) -> SourceTree | None:
+    """The tree of the archive with this sha256, when the cache holds it."""
+    cached = load_meta(_entry(root, digest), spec)
+    return _with_source(cached, source) if cached is not None else None
+
+
 def _entry(root: Path, digest: str) -> Path:
     return root / "tarball" / digest
 

@@ -29,7 +29,8 @@ class Rocksdb(base.Engine):
     costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=5.0, build_s=1800.0, lto_build_s=2400.0)
     source_forms: ClassVar[str] = (
         "use 'system' (Debian's db_bench from rocksdb-tools), a version such as '9.11.2' or 'debian:9.11.2' "
-        "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
+        "(Debian's source package), 'crate:librocksdb-sys@6.11.4' (the tree a Rust binding's crate bundles), "
+        "'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
     )
 
     @property
