@@ -33,7 +33,7 @@ def parse(rest: str) -> tuple[str, str]:
     if not sep or not _NAME.fullmatch(name) or not _VERSION.fullmatch(version):
         raise DbsweepError(
             f"crate:{rest} is not understood; write crate:NAME@VERSION with the exact version, "
-            "e.g. crate:librocksdb-sys@6.11.4"
+            "e.g. crate:some-sys@1.2.3"
         )
     return name, version
 
