@@ -527,6 +527,11 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
         )
     if study.measure.instructions and study.bench.instruction_steps() and shutil.which("valgrind") is None:
         out.append(("measure.instructions", "valgrind is not installed, so no instruction counts would be taken"))
+    for name in ("instructions", "profile"):
+        if getattr(study.measure, name) and not study.bench.instruction_steps():
+            out.append(
+                (f"measure.{name}", f"the {study.suite.name} suite has no steps to count or profile yet; it is ignored")
+            )
     return out
 
 

@@ -190,3 +190,15 @@ def test_a_study_pairs_the_suite_with_an_engine_of_its_kind(tmp_path: Path) -> N
     )
     with pytest.raises(StudyError, match=r"the sysbench suite does not run against RocksDB"):
         load_study(p)
+
+
+def test_preflight_says_the_suite_counts_no_instructions_yet(tmp_path: Path) -> None:
+    from dbsweep import preflight
+
+    p = tmp_path / "s.toml"
+    p.write_text(
+        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n[measure]\ninstructions = true\n'
+        '[suite]\nname = "dbbench"\nkeys = 1000\n[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
+    )
+    warnings = preflight.check(load_study(p)).warnings
+    assert any("measure.instructions: the dbbench suite has no steps to count" in w for w in warnings), warnings
