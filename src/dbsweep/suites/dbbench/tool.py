@@ -130,8 +130,12 @@ def run(
     except ValueError as e:
         raise StepError(f"db_bench printed no result for {result_of}: {e}") from None
     lsm = output.lsm_stats(text)
-    secs = res.seconds if res.seconds is not None else wall
-    ops = res.operations if res.operations is not None else round(res.ops_per_sec * secs)
+    # Before 7.3 the result line has no operations or seconds: the histogram counts the operations (it is
+    # recorded for every one), and the rate gives the seconds they took.
+    ops = res.operations
+    if ops is None:
+        ops = res.histogram.count if res.histogram is not None else round(res.ops_per_sec * wall)
+    secs = res.seconds if res.seconds is not None else (ops / res.ops_per_sec if res.ops_per_sec > 0 else wall)
     detail: dict[str, Any] = {
         "command": [conn.program.name, *command, *conn.args],
         "db_bench_result": res.name,
