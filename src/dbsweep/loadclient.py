@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,10 +86,7 @@ def run(
         finally:
             procs.terminate(proc)
     if proc.returncode is not None and proc.returncode < 0:
-        try:
-            how = signal.Signals(-proc.returncode).name
-        except ValueError:
-            how = f"signal {-proc.returncode}"
+        how = procs.killed_by(proc.returncode)
         raise StepError(f"the load client (dbsweep-load {command[0]}) was killed by {how} before the step ended")
     if proc.returncode != 0 or summary is None:
         if error is None:

@@ -29,6 +29,14 @@ _children: list[subprocess.Popen[Any]] = []
 _lock = threading.Lock()
 
 
+def killed_by(returncode: int) -> str:
+    """The name of the signal a negative return code says killed a child (SIGKILL), or "signal N"."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
 def die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[], None]:
     """A preexec_fn: the child gets `sig` when dbsweep dies, and runs on `cpus` if given."""
 

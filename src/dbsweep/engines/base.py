@@ -314,3 +314,23 @@ def _copy_tree(src: Path, dest: Path) -> None:
     r = subprocess.run(["cp", "-a", "--", str(src), str(dest)], capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise EngineError(f"cannot copy {src} to {dest}: {r.stderr.strip()}")
+
+
+def debian_package_of(path: Path) -> str:
+    """The Debian package that installed `path` and its version ("mariadb-server 1:10.11.18-0+deb12u1"), for the
+    provenance of a `system` install."""
+    r = subprocess.run(["dpkg-query", "-S", str(path)], capture_output=True, text=True, check=False)
+    package = r.stdout.split(":", 1)[0].strip() if r.returncode == 0 else ""
+    if not package:
+        return "unknown package"
+    v = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True, check=False)
+    return f"{package} {v.stdout.strip()}"
+
+
+def path_identity(path: Path) -> str:
+    """A file's or directory's identity (device and inode), "" when it is gone: a step is held against it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ""
+    return f"{st.st_dev}:{st.st_ino}"

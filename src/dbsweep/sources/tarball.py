@@ -99,7 +99,7 @@ def _from_file(spec: str, path: Path, root: Path, log: Log, naming: Naming) -> S
         # Unpack a copy, so the bytes unpacked are the bytes hashed even if the file changes meanwhile.
         copy = staged / path.name
         shutil.copyfile(path, copy)
-        return _unpack_and_publish(spec, copy, sha256_file(copy), str(path), root, log, naming)
+        return publish_archive(spec, copy, sha256_file(copy), str(path), root, log, naming)
 
 
 def _from_url(spec: str, url: str, root: Path, log: Log, naming: Naming) -> SourceTree:
@@ -113,7 +113,7 @@ def _from_url(spec: str, url: str, root: Path, log: Log, naming: Naming) -> Sour
         download = staged / name
         log(f"downloading {url}")
         digest = _download(url, download)
-        tree = _unpack_and_publish(spec, download, digest, url, root, log, naming)
+        tree = publish_archive(spec, download, digest, url, root, log, naming)
         index.parent.mkdir(parents=True, exist_ok=True)
         (staged / "index").write_text(digest + "\n")
         (staged / "index").replace(index)
@@ -133,9 +133,10 @@ def _download(url: str, dest: Path) -> str:
     return h.hexdigest()
 
 
-def _unpack_and_publish(
+def publish_archive(
     spec: str, archive: Path, digest: str, source: str, root: Path, log: Log, naming: Naming
 ) -> SourceTree:
+    """Unpacks an archive already hashed (`digest`) into the tarball cache, or answers from it."""
     entry = _entry(root, digest)
     cached = load_meta(entry, spec)
     if cached is not None:  # the same bytes came from elsewhere before
@@ -178,13 +179,6 @@ def _engine_tree(path: Path, naming: Naming) -> tuple[Path, str]:
                 f"the tarball holds several {naming.title} trees ({names}); unpack the one to use"
             ) from e
         raise
-
-
-def publish_archive(
-    spec: str, archive: Path, digest: str, source: str, root: Path, log: Log, naming: Naming
-) -> SourceTree:
-    """Unpacks an archive already hashed (`digest`) into the tarball cache, or answers from it."""
-    return _unpack_and_publish(spec, archive, digest, source, root, log, naming)
 
 
 def cached_digest(spec: str, digest: str, source: str, root: Path) -> SourceTree | None:

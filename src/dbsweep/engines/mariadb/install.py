@@ -108,15 +108,6 @@ def system_versions() -> list[str]:
     return [Install(SYSTEM_BINDIR, server_version_line(SYSTEM_SERVER), "system").short_version]
 
 
-def _debian_package(path: Path) -> str:
-    r = subprocess.run(["dpkg-query", "-S", str(path)], capture_output=True, text=True, check=False)
-    package = r.stdout.split(":", 1)[0].strip() if r.returncode == 0 else ""
-    if not package:
-        return "unknown package"
-    v = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True, check=False)
-    return f"{package} {v.stdout.strip()}"
-
-
 def system_install(source: str) -> Install:
     """Debian's MariaDB: `system`, or `system:10.11` / `system:10.11.19` to insist on the version installed."""
     if not SYSTEM_SERVER.is_file():
@@ -133,14 +124,16 @@ def system_install(source: str) -> Install:
     for tool in ("mariadb-install-db", "mariadb-admin"):
         if not install.bin(tool).is_file():
             raise DbsweepError(f"source {source!r}: {tool} is missing; install mariadb-server and mariadb-client.")
+    plugin = install.plugin_dir / ROCKSDB_PLUGIN
+    rocksdb = base.debian_package_of(plugin) if install.has_rocksdb else "not installed"
     provenance = {
         "source": source,
-        "source_identity": _debian_package(SYSTEM_SERVER),
+        "source_identity": base.debian_package_of(SYSTEM_SERVER),
         "version": version,
         "bindir": str(SYSTEM_BINDIR),
         "server": str(SYSTEM_SERVER),
         "plugin_dir": str(install.plugin_dir),
-        "rocksdb": _debian_package(install.plugin_dir / ROCKSDB_PLUGIN) if install.has_rocksdb else "not installed",
+        "rocksdb": rocksdb,
         "cc": "Debian's build",
         "cflags": "",
         "configure": "",

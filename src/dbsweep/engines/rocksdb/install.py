@@ -69,15 +69,6 @@ def linked_libraries(binary: Path) -> list[str]:
     return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip() and "=>" in ln]
 
 
-def _debian_package(path: Path) -> str:
-    r = subprocess.run(["dpkg-query", "-S", str(path)], capture_output=True, text=True, check=False)
-    package = r.stdout.split(":", 1)[0].strip() if r.returncode == 0 else ""
-    if not package:
-        return "unknown package"
-    v = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True, check=False)
-    return f"{package} {v.stdout.strip()}"
-
-
 def system_versions() -> list[str]:
     if not SYSTEM_DB_BENCH.is_file():
         return []
@@ -101,7 +92,7 @@ def system_install(source: str) -> Install:
         raise DbsweepError(f"source {source!r}: the installed db_bench is {version}, not {want}")
     prov: dict[str, Any] = {
         "source": source,
-        "source_identity": _debian_package(SYSTEM_DB_BENCH),
+        "source_identity": base.debian_package_of(SYSTEM_DB_BENCH),
         "version": line,
         "bindir": str(SYSTEM_DB_BENCH.parent),
         "cc": "Debian's build",

@@ -85,11 +85,7 @@ class Store(base.Instance):
         """No process outlives a step: db_bench runs as the step's child, which the step stops."""
 
     def _identity(self) -> str:
-        try:
-            st = self.datadir.stat()
-        except OSError:
-            return ""
-        return f"{st.st_dev}:{st.st_ino}"
+        return base.path_identity(self.datadir)
 
     def watermark(self) -> Watermark:
         offset = self.log.stat().st_size if self.log.is_file() else 0

@@ -78,15 +78,6 @@ def system_versions() -> list[str]:
     return [library_facts(str(lib))["library_version"]] if lib is not None else []
 
 
-def _debian_package(library: Path) -> str:
-    r = subprocess.run(["dpkg-query", "-S", str(library)], capture_output=True, text=True, check=False)
-    package = r.stdout.split(":", 1)[0].strip() if r.returncode == 0 else ""
-    if not package:
-        return "unknown package"
-    v = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True, check=False)
-    return f"{package} {v.stdout.strip()}"
-
-
 def system_install(source: str) -> Install:
     """Debian's packaged library: `system`, or `system:VERSION` to insist on the version installed."""
     lib = system_library()
@@ -109,7 +100,7 @@ def system_install(source: str) -> Install:
         source=source,
         provenance={
             "source": source,
-            "source_identity": _debian_package(lib),
+            "source_identity": base.debian_package_of(lib),
             "version": f"{version} {facts['source_id']}",
             "library": str(lib.resolve()),
             "shell_version": shell_version,

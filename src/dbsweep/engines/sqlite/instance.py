@@ -159,11 +159,7 @@ class Database(base.Instance):
         self._open = False
 
     def _file_identity(self) -> str:
-        try:
-            st = self.database.stat()
-        except OSError:
-            return ""
-        return f"{st.st_dev}:{st.st_ino}"
+        return base.path_identity(self.database)
 
     def watermark(self) -> Watermark:
         offset = self.log.stat().st_size if self.log.is_file() else 0

@@ -6,9 +6,7 @@ kernel's account of the finished process (wait4), whole."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -91,22 +89,20 @@ def run(
     started = time.monotonic()
     with log.open("w") as out:
         proc = procs.spawn(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **conn.env}, cpus=cpus)
-        done = threading.Event()
         try:
             if on_start is not None:
                 on_start(proc.pid)
             seen, last_t = 0, 0.0
-            while not done.is_set():
+            ended = False
+            while not ended:
                 # Wait without reaping: the finished process stays readable for the samplers' last look.
-                info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
                 new, seen, last_t = _lines(csv, seen, last_t)
                 for line in new:
                     seconds.append(line)
                     if on_second is not None:
                         on_second(line)
-                if info is not None:
-                    done.set()
-                else:
+                if not ended:
                     time.sleep(_POLL_S)
             if on_summary is not None:
                 on_summary()
@@ -117,11 +113,7 @@ def run(
     wall = time.monotonic() - started
     text = log.read_text(errors="replace")
     if proc.returncode is not None and proc.returncode < 0:
-        try:
-            how = signal.Signals(-proc.returncode).name
-        except ValueError:
-            how = f"signal {-proc.returncode}"
-        raise StepError(f"db_bench was killed by {how} before the step ended")
+        raise StepError(f"db_bench was killed by {procs.killed_by(proc.returncode)} before the step ended")
     if proc.returncode != 0:
         tail = "; ".join(ln.strip() for ln in text.strip().splitlines()[-3:])
         raise StepError(f"db_bench failed (exit {proc.returncode}): {tail}")
