@@ -9,12 +9,27 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dbsweep import paths, procs
 from dbsweep.engines.base import Access, Instance
 from dbsweep.errors import StepError
 from dbsweep.results.model import StepResult
+
+
+class Client(Protocol):
+    """What runs a suite's command against an instance and reads its result: `run` below (dbsweep-load), or a
+    suite's driver of the engine's own tool."""
+
+    def __call__(
+        self,
+        command: Sequence[str],
+        conn: Access,
+        log: Path,
+        on_second: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        cpus: frozenset[int] | None = None,
+    ) -> StepOutput: ...
 
 
 def connection_to(instance: Instance, via_socket: bool = False) -> Access:

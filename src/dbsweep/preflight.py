@@ -418,7 +418,8 @@ def connection_need(study: Study) -> Connections:
         cands.append(
             Connections(n, "the postwrite maintenance", f"one maintenance connection per table, {n} in parallel")
         )
-    return max(cands, key=lambda c: c.need)
+    # A suite driving the engine's own tool opens no connections.
+    return max(cands, key=lambda c: c.need, default=Connections(0, "nothing", "no connections"))
 
 
 def _connection_problems(study: Study, look: _Look) -> list[Found]:
@@ -532,6 +533,14 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
             out.append(
                 (f"measure.{name}", f"the {study.suite.name} suite has no steps to count or profile yet; it is ignored")
             )
+    engine = engine_named(study.engine)
+    if study.measure.profile and study.bench.instruction_steps() and engine.kind != "server":
+        out.append(
+            (
+                "measure.profile",
+                f"the profile pass samples a server, and {engine.title} runs inside its client; it is ignored",
+            )
+        )
     return out
 
 

@@ -281,6 +281,7 @@ class Runner:
                 tables=self.suite.tables(),
                 tool=self.study.measure.instruction_tool,
                 repeats=self.study.measure.instruction_pairs,
+                client=self.suite.client(),
             )
         except DbsweepError as e:
             return {}, str(e)
@@ -298,8 +299,8 @@ class Runner:
 
     def _profiles_todo(self, run_id: int) -> dict[str, list[str]]:
         """target -> the timed steps still to profile (the load is sized, not timed: not profiled)."""
-        if not self.study.measure.profile:
-            return {}
+        if not self.study.measure.profile or self.engine.kind != "server":
+            return {}  # preflight said why
         shares = self.suite.instruction_steps()
         setup = set(self.suite.setup_steps())
         steps = [st for st in shares if st not in setup]
@@ -469,7 +470,7 @@ class Runner:
                 return
             maintain_before = self.suite.maintenance_points()
             for key in keys:
-                before: dict[str, float] | None = None
+                before: dict[str, Any] | None = None
                 bar = self.suite.progress(key.step)
                 what = f"{target.label} r{rep} {key.step} c{key.clients}"
                 task = progress.add_task(what, total=bar.total, unit=bar.unit)
@@ -544,7 +545,7 @@ class Runner:
             return None
         return before
 
-    def _maintain(self, instance: Instance, say: Callable[[str], None]) -> dict[str, float]:
+    def _maintain(self, instance: Instance, say: Callable[[str], None]) -> dict[str, Any]:
         """The postwrite maintenance before a step; its failure fails that step, not the run."""
         try:
             return instance.postwrite(self.suite.tables(), self.suite.maintenance_budget(), say)

@@ -115,6 +115,10 @@ def test_lru_against_hyper_clock_runs_and_reports(tmp_path: Path) -> None:
     assert all(col in table for col in ("ops_sec", "lsm_sz", "c_wgb", "w_amp", "stall%", "Nstall", "u_cpu", "rss"))
     hcc_line = next(ln for ln in table.splitlines() if ln.startswith("overwriteandwait.t2.s0") and " hcc " in ln)
     assert "(" in hcc_line  # each value of a target beside the base carries its ratio
+    html = tmp_path / "rx.html"
+    dbsweep("report", study, "--format", "html", "--out", html)
+    page = html.read_text()
+    assert "readwhilewriting.t2" in page and "overwriteandwait.t1.s0" in page  # the main table's and charts' names
     rows = json.loads(dbsweep("report", study, "--format", "json").stdout)["rows"]
     assert {r["step"] for r in rows} >= {"fillseq", "readwhilewriting", "overwriteandwait"}
     assert all(r["w_amp"] is not None for r in rows if r["step"] == "overwriteandwait")
@@ -180,3 +184,38 @@ def test_a_version_from_a_bindings_crate(tmp_path: Path) -> None:
     assert tree.identity.startswith("sha256:")
     # The second time comes from the cache: the same tree, without cargo.
     assert sources.resolve("crate:librocksdb-sys@6.11.4", root, naming=naming, refresh=False) == tree
+
+
+def test_instructions_per_read_count_db_bench_whole(tmp_path: Path) -> None:
+    """The valgrind pass on the engine's own client: db_bench loads the database at full speed, compacts it
+    (settle), then each pair of runs reads a fixed number of keys from that copy under valgrind."""
+    from dbsweep.measure import instructions
+    from dbsweep.suites.dbbench import Dbbench, DbbenchSettings
+
+    _needs_db_bench()
+    engine = engine_named("rocksdb")
+    install = engine.system_install("system")
+    suite = Dbbench(DbbenchSettings(keys=20000, cache_mb=64))
+    load = [suite.command(s, suite.clients(s)[0]) for s in suite.setup_steps()]
+    count = instructions.instructions_per_op(
+        engine,
+        install,
+        "",
+        tmp_path / "vg",
+        step="readrandom",
+        load=load,
+        plan=suite.instruction_plan("readrandom", 2, 2000),
+        tables=suite.tables(),
+        repeats=2,
+        client=suite.client(),
+    )
+    assert count.counted == "client" and count.amount == 2000
+    assert all(p.short.events == 2000 and p.long.events == 6000 for p in count.pairs)
+    # A cached point read of RocksDB costs thousands of instructions, not hundreds nor millions.
+    assert 1_000 < count.per_event < 200_000, count.per_event
+    assert count.spread < 0.02, [p.per_event for p in count.pairs]
+    assert count.command[-1] == "--reads=2000" and "--duration=0" in count.command
+    assert "--report_interval_seconds=0" in count.command
+    assert any("rocksdb" in f["function"].lower() for f in count.functions), [
+        f["function"] for f in count.functions[:5]
+    ]

@@ -169,3 +169,16 @@ def test_ibench_tables_histograms_and_sla(ibench: data.ReportData) -> None:
     assert "<h3>background insert rate of the read-write steps (rows/s)</h3>" in page
     assert "<h3>Response times</h3>\n<details><summary>l.i0</summary>" in page
     assert page.count("<details><summary>q") == 6
+
+
+def test_a_step_is_named_as_the_suite_labels_it_in_every_table(hand: tuple[data.ReportData, Store]) -> None:
+    d, _ = hand
+    row = next(r for r in d.rows if r.step == "point-query_range=100")
+    row.label = "point-query.t1"  # as a suite's step_label names it (db_bench's readwhilewriting.t1)
+    names = {r[0].text for _title, rows in html._relative_table(d).groups for r in rows}
+    assert "point-query.t1" in names and "point-query_range=100" not in names
+    assert "point-query.t1" in html._x_labels(d, d.rows)[1]
+    buf = io.StringIO()
+    terminal.render(d, Console(file=buf, width=220))
+    assert "point-query.t1" in buf.getvalue()
+    assert "point-query.t1" in markdown.render(d)

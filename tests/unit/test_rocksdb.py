@@ -13,7 +13,9 @@ from dbsweep.engines.rocksdb import config, source
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.study import load_study
 from dbsweep.suites.dbbench import Dbbench, DbbenchSettings
-from dbsweep.suites.dbbench.steps import JOBS
+from dbsweep.suites.dbbench.steps import JOBS, fitted
+
+DATA = Path(__file__).parent / "data" / "dbbench"
 
 KNOWN_7 = {"cache_type", "cache_size", "bloom_bits", "benchmarks"}
 KNOWN_6 = {"cache_size", "bloom_bits", "benchmarks", "use_clock_cache"}
@@ -91,6 +93,27 @@ def test_help_flags_are_read_from_gflags_help() -> None:
         '    -cache_type (Type of block cache.) type: string default: "lru_cache"\n'
     )
     assert config.help_flags(text) == {"cache_type"}
+
+
+def test_the_benchmarks_a_db_bench_knows_come_from_its_help() -> None:
+    six = config.help_benchmarks((DATA / "6.11.4-help-benchmarks.txt").read_text())
+    assert {"fillseq", "seekrandomwhilewriting", "multireadrandom", "levelstats", "stats"} <= six
+    assert not {"flush", "waitforcompaction", "compact0", "memstats"} & six
+    assert "Comma" not in six and "default" not in six
+    assert config.help_benchmarks("    -cache_size (the cache) type: int64 default: 8388608\n") == set()
+
+
+def test_a_db_bench_without_waitforcompaction_overwrites_alone_and_says_so() -> None:
+    six = frozenset(config.help_benchmarks((DATA / "6.11.4-help-benchmarks.txt").read_text()))
+    wait = ["overwrite", "waitforcompaction", "stats"]
+    assert fitted(wait, frozenset()) == (wait, [])
+    assert fitted(wait, six) == (["overwrite", "stats"], ["waitforcompaction"])
+    assert fitted(["readwhilewriting", "stats"], six) == (["readwhilewriting", "stats"], [])
+    # A step's own benchmark is not optional: the step fails naming it, rather than measuring something else.
+    with pytest.raises(ValueError, match="no multireadrandom benchmark"):
+        fitted(["multireadrandom", "stats"], six - {"multireadrandom"})
+    # Without stats the step still runs; its LSM columns are then empty.
+    assert fitted(["fillseq", "stats"], frozenset({"fillseq"})) == (["fillseq"], ["stats"])
 
 
 def test_the_method_names_the_steps_and_the_seed_set_reports_five() -> None:
@@ -192,13 +215,44 @@ def test_a_study_pairs_the_suite_with_an_engine_of_its_kind(tmp_path: Path) -> N
         load_study(p)
 
 
-def test_preflight_says_the_suite_counts_no_instructions_yet(tmp_path: Path) -> None:
+def test_preflight_counts_the_read_steps_and_says_no_profile(tmp_path: Path) -> None:
     from dbsweep import preflight
 
     p = tmp_path / "s.toml"
     p.write_text(
-        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n[measure]\ninstructions = true\n'
+        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n'
+        "[measure]\ninstructions = true\nprofile = true\n"
         '[suite]\nname = "dbbench"\nkeys = 1000\n[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
     )
-    warnings = preflight.check(load_study(p)).warnings
-    assert any("measure.instructions: the dbbench suite has no steps to count" in w for w in warnings), warnings
+    study = load_study(p)
+    assert set(study.bench.instruction_steps()) == {"readrandom", "fwdrange", "multireadrandom"}
+    warnings = preflight.check(study).warnings
+    assert not any("measure.instructions" in w for w in warnings), warnings
+    assert any("measure.profile: the profile pass samples a server, and RocksDB runs inside" in w for w in warnings)
+
+
+def test_the_counted_runs_read_a_fixed_number_of_keys_without_periodic_reports() -> None:
+    s = suite(keys=1000, read_seconds=7, cache_mb=64)
+    plan = s.instruction_plan("fwdrange", 3)
+    assert plan.short is None and plan.probe is not None
+    probe = plan.probe()
+    assert _flag(probe, "duration") == "3" and _flag(probe, "threads") == "1" and _flag(probe, "reads") is None
+    counted = plan.command(500)
+    assert _flag(counted, "reads") == "500" and _flag(counted, "duration") == "0"
+    assert _flag(counted, "report_interval_seconds") == "0" and _flag(counted, "stats_interval_seconds") == "0"
+    assert _flag(counted, "seek_nexts") == "10" and _flag(counted, "num") == "1000"
+    assert sum(a.startswith("--duration=") for a in counted) == 1
+
+
+def test_a_study_without_maintenance_opens_no_connections(tmp_path: Path) -> None:
+    from dbsweep import preflight
+
+    p = tmp_path / "s.toml"
+    p.write_text(
+        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n'
+        '[suite]\nname = "dbbench"\nsteps = ["fillseq"]\nkeys = 1000\n'
+        '[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
+    )
+    study = load_study(p)
+    assert preflight.connection_need(study).need == 0
+    assert not preflight.check(study).problems

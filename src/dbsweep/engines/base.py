@@ -64,6 +64,8 @@ class Access:
     env: dict[str, str]
     wrapper: list[str] = field(default_factory=list)
     program: Path | None = None  # the engine's own client; None: dbsweep-load
+    # What that program can run (db_bench's benchmarks), for a suite to fit its steps to an old one; empty: all.
+    operations: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Instance(ABC):
         """How the load client reaches this instance."""
 
     @abstractmethod
-    def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, float]:
+    def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, Any]:
         """The method's maintenance after writes (e.g. VACUUM and a checkpoint), then a wait to `budget`
         seconds; returns how long each part took. Raises EngineError."""
 

@@ -336,8 +336,16 @@ def _complete(files: Iterable[Path], what: str) -> dict[Path, int]:
 class _Pass:
     """The runs of one step: each from the pristine copy (or an empty database), under valgrind."""
 
-    def __init__(self, instance: Instance, wrapper: Callable[[Path], list[str]], home: Path, plan: CountPlan) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        wrapper: Callable[[Path], list[str]],
+        home: Path,
+        plan: CountPlan,
+        client: loadclient.Client = loadclient.run,
+    ) -> None:
         self.instance = instance
+        self.client = client
         self.wrapper = wrapper
         self.home = home
         self.plan = plan
@@ -387,7 +395,7 @@ class _Pass:
                 if amount == 0 and self.plan.probe is None:
                     raise DbsweepError("the plan has no probe, so its amount must be given")
                 command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
-                out = loadclient.run(
+                out = self.client(
                     command,
                     loadclient.connection_to(self.instance),
                     self.logs / f"run{self.runs}-{amount}.log",
@@ -396,7 +404,7 @@ class _Pass:
                 s = out.result.flat()
                 if s.get("error_count"):
                     raise StepError(
-                        f"dbsweep-load {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+                        f"the client's {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
                     )
                 # Backends born during the run write their file as they exit, which valgrind makes slow.
                 _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
@@ -452,7 +460,9 @@ def _writable_dir(path: Path, user: str | None) -> None:
         shutil.chown(path, user)
 
 
-def _load(instance: Instance, load: list[list[str]], home: Path, say: Callable[[str], None]) -> None:
+def _load(
+    instance: Instance, load: list[list[str]], home: Path, say: Callable[[str], None], client: loadclient.Client
+) -> None:
     """A fresh data directory and the tables, at full speed, settled; kept as the pristine copy."""
     say("a fresh data directory and the load (without valgrind)")
     instance.wrapper = None
@@ -460,7 +470,7 @@ def _load(instance: Instance, load: list[list[str]], home: Path, say: Callable[[
     instance.start()
     try:
         for i, command in enumerate(load):
-            loadclient.run(command, loadclient.connection_to(instance), home / "instructions-logs" / f"load{i}.log")
+            client(command, loadclient.connection_to(instance), home / "instructions-logs" / f"load{i}.log")
         instance.settle()
     except EngineError as e:
         raise StepError(f"settling the loaded tables failed: {e}") from e
@@ -480,7 +490,12 @@ def quiet_instance(engine: Engine, install: Install, config_text: str, home: Pat
 
 
 def pristine(
-    instance: Instance, install: Install, load: list[list[str]], home: Path, say: Callable[[str], None]
+    instance: Instance,
+    install: Install,
+    load: list[list[str]],
+    home: Path,
+    say: Callable[[str], None],
+    client: loadclient.Client = loadclient.run,
 ) -> bool:
     """Makes sure `home` holds the pristine copy of `instance` loaded by `load` and settled; True when an earlier
     call already made it (same install, config and load), so it was reused."""
@@ -489,7 +504,7 @@ def pristine(
     if (home / _PRISTINE).is_dir() and marker.is_file() and json.loads(marker.read_text()) == identity:
         return True
     marker.unlink(missing_ok=True)
-    _load(instance, load, home, say)
+    _load(instance, load, home, say, client)
     marker.write_text(json.dumps(identity))
     return False
 
@@ -512,14 +527,15 @@ def instructions_per_op(
     repeats: int = 2,
     tool: Tool = "cachegrind",
     say: Callable[[str], None] | None = None,
+    client: loadclient.Client = loadclient.run,
 ) -> InstructionCount:
     """Instructions per event and per query of the processes doing `step` for one client.
 
-    `load` are the load client's commands that build the tables (the suite's setup), `plan` how to run the step
-    for a short and a long amount. `home` holds the server (data directory, the pristine copy, logs) and
-    valgrind's output files (one directory per run); a pristine copy loaded by an earlier call with the same
-    install, config and load is reused. Every process started here is stopped on return, on error and on
-    Ctrl-C."""
+    `load` are the client's commands that build the tables (the suite's setup), `plan` how to run the step for a
+    short and a long amount, `client` what runs both (the load client, or the engine's own tool). `home` holds
+    the server (data directory, the pristine copy, logs) and valgrind's output files (one directory per run); a
+    pristine copy loaded by an earlier call with the same install, config and load is reused. Every process
+    started here is stopped on return, on error and on Ctrl-C."""
     say = say or (lambda _msg: None)
     t_start = time.monotonic()
     if plan.short is None and plan.probe is None:
@@ -537,8 +553,8 @@ def instructions_per_op(
     if threads:
         tool = "callgrind"  # cachegrind cannot tell one thread's work from another's
     try:
-        reused = pristine(instance, install, load, home, say)
-        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d, threads=threads), home, plan)
+        reused = pristine(instance, install, load, home, say, client)
+        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d, threads=threads), home, plan, client)
         amount = plan.short
         pairs: list[Pair] = []
         for i in range(repeats):
@@ -583,7 +599,8 @@ def instructions_per_op(
         output_dir=str(home / "valgrind"),
         wall_s=time.monotonic() - t_start,
         reused_data=reused,
-        counted="client" if engine.kind == "embedded" else "server",
+        # An embedded engine runs inside the load client, a tool engine is its own client: the client is counted.
+        counted="server" if engine.kind == "server" else "client",
         unit=plan.unit,
         amount=amount,
     )

@@ -83,8 +83,8 @@ def profile_step(
     support = _support()
     if not support.can_sample:
         raise DbsweepError(f"no profile: {support.reason}")
-    if engine.kind == "embedded":
-        raise DbsweepError(f"no profile: {engine.title} runs inside the load client, which the pass does not sample")
+    if engine.kind != "server":
+        raise DbsweepError(f"no profile: {engine.title} runs inside its client, which the pass does not sample")
     home = home.resolve()
     instance = instructions.quiet_instance(engine, install, config_text, home)
     out_dir = home / "perf"

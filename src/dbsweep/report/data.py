@@ -478,6 +478,12 @@ def _assemble(
             "client's CPU per operation (the engine's work and the client's own), and instructions/o counts the "
             "whole client under valgrind, the client's own instructions included (the same for every target)."
         )
+    elif engine.kind == "tool":
+        data.notes.append(
+            f"{engine.title}'s own benchmark program is engine and client in one process: cpu/o is that process's "
+            "CPU per operation, and instructions/o counts the whole process under valgrind, one thread, from the "
+            "same loaded and compacted database, a fixed number of operations per run."
+        )
     for row in rows:
         b = row.cells[base]
         for t in data.others:

@@ -89,7 +89,7 @@ def _verdict_spread_td(c: Comparison, spread: noise.Spread | None) -> Td:
 
 
 def _row_label(row: Row) -> list[Td]:
-    return [Td(row.step), Td(str(row.clients), sort=row.clients)]
+    return [Td(row.name), Td(str(row.clients), sort=row.clients)]
 
 
 def _grouped_rows(
@@ -325,7 +325,7 @@ def _x_labels(data: ReportData, rows: list[Row]) -> list[list[str]]:
     many = len(data.client_counts) > 1
     return [
         [data.group_titles.get(r.group, r.group).split(" (")[0] for r in rows],
-        [fmt.short_step(r.step) + (f" c{r.clients}" if many and r.step != "load" else "") for r in rows],
+        [r.label or fmt.short_step(r.step) + (f" c{r.clients}" if many and r.step != "load" else "") for r in rows],
     ]
 
 
@@ -469,7 +469,7 @@ def _key(r: Row) -> str:
 
 
 def _key_label(r: Row, data: ReportData) -> str:
-    return r.step + (f", {r.clients} clients" if len(data.client_counts) > 1 and r.step != "load" else "")
+    return r.label or r.step + (f", {r.clients} clients" if len(data.client_counts) > 1 and r.step != "load" else "")
 
 
 def _fig_throughput(data: ReportData) -> Chooser | None:

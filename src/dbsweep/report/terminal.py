@@ -80,7 +80,7 @@ def _render_main(data: ReportData, console: Console) -> None:
         if row.group != group:
             group = row.group
             table.add_row(f"[bold]{data.group_titles.get(group, group)}[/bold]", end_section=False)
-        name = row.step + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
+        name = row.name + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
         cells = [name, str(row.clients)]
         for t in data.ordered:
             c = row.cells[t]
@@ -243,7 +243,7 @@ def _render_per_op(data: ReportData, console: Console) -> None:
             verdict = _verdict(row.cost_cmp[t].verdict) if t != data.base else ""
             last = i == len(data.ordered) - 1
             table.add_row(
-                row.step if i == 0 else "", str(row.clients) if i == 0 else "", t, *vals, verdict, end_section=last
+                row.name if i == 0 else "", str(row.clients) if i == 0 else "", t, *vals, verdict, end_section=last
             )
     console.print(table)
     console.print(

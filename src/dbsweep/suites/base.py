@@ -23,7 +23,7 @@ from dbsweep.measure.integrity import Expectation
 
 if TYPE_CHECKING:
     from dbsweep.engines.base import Access
-    from dbsweep.loadclient import StepOutput
+    from dbsweep.loadclient import Client, StepOutput
     from dbsweep.report.tables import ExtraTable
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -175,6 +175,13 @@ class Suite(ABC):
         from dbsweep import loadclient
 
         return loadclient.run(command, conn, log, on_second, cpus=cpus, on_start=on_start, on_summary=on_summary)
+
+    def client(self) -> Client:
+        """What runs this suite's commands outside a timed step (the valgrind pass's load and counted runs): the
+        load client, unless the suite drives the engine's own tool."""
+        from dbsweep import loadclient
+
+        return loadclient.run
 
     def step_label(self, step: str, clients: int) -> str:
         """The step's name as the method's reports print it at a client count (the step's own by default)."""

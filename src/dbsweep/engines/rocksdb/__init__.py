@@ -25,8 +25,8 @@ class Rocksdb(base.Engine):
     name: ClassVar[str] = "rocksdb"
     title: ClassVar[str] = "RocksDB"
     kind: ClassVar[base.Kind] = "tool"
-    # Nothing to start; db_bench 7.8.3 compiled its 329 objects in 1,332 s on 2 cores (part of it contended).
-    costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=5.0, build_s=1300.0, lto_build_s=1800.0)
+    # Nothing to start. Cold builds of db_bench on 2 cores: 6.11.4 in 591 s, 10.4.2 (about 355 objects) in 826 s.
+    costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=20.0, build_s=800.0, lto_build_s=1200.0)
     source_forms: ClassVar[str] = (
         "use 'system' (Debian's db_bench from rocksdb-tools), a version such as '9.11.2' or 'debian:9.11.2' "
         "(Debian's source package), 'crate:librocksdb-sys@6.11.4' (the tree a Rust binding's crate bundles), "

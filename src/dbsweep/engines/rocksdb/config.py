@@ -148,3 +148,23 @@ _HELP_FLAG = re.compile(r"^\s+-([A-Za-z_][A-Za-z0-9_]*) \(", re.MULTILINE)
 def help_flags(help_text: str) -> set[str]:
     """The flags a `db_bench --help` lists (gflags prints `    -name (what it does) type: ... default: ...`)."""
     return {m.lower() for m in _HELP_FLAG.findall(help_text)}
+
+
+_HELP_BENCHMARK = re.compile(r"^\s*\t\s*([A-Za-z0-9_]+)\s+--?\s", re.MULTILINE)
+_HELP_DEFAULT = re.compile(r'default: "([^"]*)"')
+
+
+def help_benchmarks(help_text: str) -> set[str]:
+    """The benchmarks a `db_bench --help` names in its --benchmarks flag: the list it describes (`\tname --
+    what it does`) and its default list. Old binaries lack some the method runs (6.x has no `flush` nor
+    `waitforcompaction`), and stop at the first they do not know."""
+    start = re.search(r"^\s+-benchmarks \(", help_text, re.MULTILINE)
+    if start is None:
+        return set()
+    end = _HELP_FLAG.search(help_text, start.end())
+    block = help_text[start.start() : end.start() if end else len(help_text)]
+    found = set(_HELP_BENCHMARK.findall(block))
+    m = _HELP_DEFAULT.search(block)
+    if m:
+        found |= {b.strip() for b in m.group(1).split(",") if b.strip()}
+    return found

@@ -62,6 +62,13 @@ def known_flags(db_bench: str, mtime: float) -> frozenset[str]:
     return frozenset(found)
 
 
+@cache
+def known_benchmarks(db_bench: str, mtime: float) -> frozenset[str]:
+    """Every benchmark the binary names in `db_bench --help`."""
+    r = _run([db_bench, "--help"])
+    return frozenset(config.help_benchmarks(r.stdout + r.stderr))
+
+
 def linked_libraries(binary: Path) -> list[str]:
     """The shared libraries the binary links (ldd), by name: which compression libraries it has, and whether
     RocksDB is linked in or a shared librocksdb."""

@@ -6,6 +6,7 @@ command line and reads its output (`tool`, `output`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,12 +16,24 @@ from pydantic import Field
 
 from dbsweep.engines.base import Access
 from dbsweep.loadclient import StepOutput
+from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 from dbsweep.suites.dbbench import tool
-from dbsweep.suites.dbbench.steps import GROUPS, JOBS, SEED_REPORTED, SETS, SETUP, STEP_NAMES, WHILE_WRITING, canonical
+from dbsweep.suites.dbbench.steps import (
+    GROUPS,
+    JOBS,
+    READ_STEPS,
+    SEED_REPORTED,
+    SETS,
+    SETUP,
+    STEP_NAMES,
+    WHILE_WRITING,
+    canonical,
+)
 
 if TYPE_CHECKING:
+    from dbsweep.loadclient import Client
     from dbsweep.report.tables import ExtraTable
 
 # Rough rates of this VM for preflight's estimate (db_bench 7.8.3, 2 vCPUs).
@@ -211,6 +224,34 @@ class Dbbench(Suite):
             on_start=on_start,
             on_summary=on_summary,
         )
+
+    def client(self) -> Client:
+        return tool.run
+
+    # ---- the instruction pass
+
+    def instruction_steps(self) -> dict[str, tuple[str, int]]:
+        """The method's read steps, whatever the set: one thread reading the loaded database, its work set by
+        --reads alone. The while-writing steps are left out: their writer is paced by the clock, so what a run
+        executes would follow how fast valgrind let it go."""
+        return {st: (st, 0) for st in READ_STEPS}
+
+    def instruction_plan(self, step: str, seconds: int, amount: int | None = None) -> CountPlan:
+        return CountPlan(
+            functools.partial(self._counted, step),
+            short=amount,
+            probe=functools.partial(self.instruction_command, step, seconds),
+        )
+
+    def instruction_command(self, step: str, seconds: int) -> list[str]:
+        """One thread of `step` for `seconds`, without the periodic reports, whose count would follow the clock."""
+        quiet = {"--report_interval_seconds": "0", "--stats_interval_seconds": "0", "--duration": str(seconds)}
+        cmd = [a for a in self.command(step, 1) if a.partition("=")[0] not in quiet]
+        return cmd + [f"{k}={v}" for k, v in quiet.items()]
+
+    def _counted(self, step: str, reads: int) -> list[str]:
+        # --duration 0: the run ends when its --reads are done (a key of a multiread batch is a read).
+        return [*self.instruction_command(step, 0), f"--reads={reads}"]
 
     def expectation(self, step: str) -> Expectation:
         s = self.settings

@@ -57,13 +57,37 @@ def tables(data: ReportData, suite: Dbbench) -> list[ExtraTable]:
     rows = [r for r in data.rows if r.step in suite.step_names()]
     if not rows:
         return []
-    wide = _table(data, rows, COLUMNS, "dbbench-columns", frozenset({"markdown", "html"}))
+    extra = _left_out(data, rows)
+    wide = _table(data, rows, COLUMNS, "dbbench-columns", frozenset({"markdown", "html"}), extra)
     narrow = [c for c in COLUMNS if c[0] in TERMINAL]
-    return [wide, _table(data, rows, tuple(narrow), "dbbench-columns-short", frozenset({"terminal"}))]
+    return [wide, _table(data, rows, tuple(narrow), "dbbench-columns-short", frozenset({"terminal"}), extra)]
+
+
+def _left_out(data: ReportData, rows: list[Any]) -> str:
+    """What an old db_bench left out of the method's jobs, per target, as its results recorded it."""
+    said: dict[str, set[str]] = {}
+    for r in rows:
+        for t in data.ordered:
+            for s in r.cells[t].summaries:
+                if s.get("lacks"):
+                    said.setdefault(t, set()).add(f"{r.step} ran without {', '.join(s['lacks'])}")
+                lacks = (s.get("maintenance_before") or {}).get("flush_mt_l0_lacks")
+                if lacks:
+                    ran = ", ".join(dict.fromkeys(s["maintenance_before"].get("flush_mt_l0_ran", "").split(",")))
+                    said.setdefault(t, set()).add(f"flush_mt_l0 ran {ran} only (no {lacks.replace(',', ', ')})")
+    if not said:
+        return ""
+    parts = [f"{t}: {'; '.join(sorted(v))}" for t, v in said.items()]
+    return " Left out where the binary lacks it (the method's own fallback): " + ". ".join(parts) + "."
 
 
 def _table(
-    data: ReportData, rows: list[Any], columns: tuple[tuple[str, Any, Any], ...], key: str, formats: frozenset[str]
+    data: ReportData,
+    rows: list[Any],
+    columns: tuple[tuple[str, Any, Any], ...],
+    key: str,
+    formats: frozenset[str],
+    extra_note: str = "",
 ) -> ExtraTable:
     lines: list[list[Value]] = []
     rules: set[int] = set()
@@ -87,7 +111,7 @@ def _table(
         lines,
         "ops_sec and usec_op from the result line; lsm_sz (GB), c_wgb (GB written by compaction), w_amp "
         "((compaction + flush GB) / ingest GB), c_mbps, stall% and Nstall from the stats dump after the step; "
-        "p50-pmax in µs from the histogram; u_cpu and s_cpu in CPU seconds, rss the peak, of db_bench.",
+        "p50-pmax in µs from the histogram; u_cpu and s_cpu in CPU seconds, rss the peak, of db_bench." + extra_note,
         labels=2,
         section=SECTION,
         rules=frozenset(rules),

@@ -111,6 +111,8 @@ JOBS: dict[str, Job] = {
 }
 STEP_NAMES = tuple(JOBS)
 # The write steps of the method's write phase (the `flush_mt_l0` maintenance runs before the first).
+# The reads of a loaded database, one thread each: what the instruction pass counts.
+READ_STEPS = ("readrandom", "fwdrange", "multireadrandom")
 WHILE_WRITING = ("revrangewhilewriting", "fwdrangewhilewriting", "readwhilewriting")
 SEED_REPORTED = ("fillseq", *WHILE_WRITING, "overwriteandwait")
 SETS: dict[str, list[str]] = {
@@ -127,6 +129,23 @@ GROUPS = {
     "writes": "writes",
 }
 SETUP = ("fillseq", "overwritesome")
+
+
+# Benchmarks a step runs without when its db_bench lacks them: the method runs overwriteandwait "if the binary
+# supports waitforcompaction; otherwise overwrite", and without `stats` only the LSM columns are missing.
+OPTIONAL = ("waitforcompaction", "stats")
+
+
+def fitted(names: list[str], known: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The benchmarks of `names` that a db_bench knowing `known` runs (empty: all), and those it leaves out. A
+    benchmark a step cannot do without is an error, naming it."""
+    if not known:
+        return names, []
+    missing = [n for n in names if n not in known]
+    needed = [n for n in missing if n not in OPTIONAL]
+    if needed:
+        raise ValueError(f"this db_bench has no {', '.join(needed)} benchmark, which the step runs")
+    return [n for n in names if n in known], missing
 
 
 def canonical(name: str) -> str | None:

@@ -17,7 +17,7 @@ from dbsweep.engines.base import Access
 from dbsweep.errors import StepError
 from dbsweep.loadclient import StepOutput
 from dbsweep.results.model import Latency, StepResult
-from dbsweep.suites.dbbench import output
+from dbsweep.suites.dbbench import output, steps
 
 _POLL_S = 0.25
 
@@ -65,22 +65,45 @@ def _lines(csv: Path, seen: int, last_t: float) -> tuple[list[dict[str, Any]], i
     return out, len(rows), last_t
 
 
+def _fit(command: Sequence[str], known: frozenset[str]) -> tuple[list[str], list[str]]:
+    given = [a for a in command if a.startswith("--benchmarks=")]
+    if len(given) != 1:
+        raise StepError(f"a db_bench command names its benchmarks once, not {len(given)} times")
+    try:
+        names, lacks = steps.fitted(given[0].partition("=")[2].split(","), known)
+    except ValueError as e:
+        raise StepError(str(e)) from None
+    return [f"--benchmarks={','.join(names)}" if a == given[0] else a for a in command], lacks
+
+
+def _int_flag(command: Sequence[str], name: str, default: int) -> int:
+    values = [a.partition("=")[2] for a in command if a.startswith(f"--{name}=")]
+    return int(values[-1]) if values and values[-1].isdigit() else default
+
+
 def run(
     command: Sequence[str],
     conn: Access,
     log: Path,
     on_second: Callable[[dict[str, Any]], None] | None = None,
     *,
-    step: str,
-    result_of: str,
+    step: str | None = None,
+    result_of: str | None = None,
     cpus: frozenset[int] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_summary: Callable[[], None] | None = None,
 ) -> StepOutput:
     """Runs `db_bench COMMAND ACCESS` and returns the step's result, named `step`, from the result line of the
-    benchmark `result_of`."""
+    benchmark `result_of` (by default the first of `--benchmarks`, which also names the step by default).
+
+    The benchmarks are fitted to what this db_bench knows (`Access.operations`): an old one lacks
+    waitforcompaction, and would stop at it; the result records what it left out."""
     if conn.program is None:
         raise StepError("the dbbench suite runs the engine's db_bench, and this engine names none")
+    command, lacks = _fit(command, conn.operations)
+    if result_of is None:
+        result_of = next(a for a in command if a.startswith("--benchmarks=")).partition("=")[2].split(",")[0]
+    step = step or result_of
     log.parent.mkdir(parents=True, exist_ok=True)
     csv = log.with_suffix(".csv")
     csv.unlink(missing_ok=True)
@@ -124,9 +147,11 @@ def run(
     lsm = output.lsm_stats(text)
     # Before 7.3 the result line has no operations or seconds: the histogram counts the operations (it is
     # recorded for every one), and the rate gives the seconds they took.
+    # multireadrandom records one histogram entry per batch of --batch_size keys.
     ops = res.operations
     if ops is None:
-        ops = res.histogram.count if res.histogram is not None else round(res.ops_per_sec * wall)
+        per = _int_flag(command, "batch_size", 1) if res.name == "multireadrandom" else 1
+        ops = res.histogram.count * per if res.histogram is not None else round(res.ops_per_sec * wall)
     secs = res.seconds if res.seconds is not None else (ops / res.ops_per_sec if res.ops_per_sec > 0 else wall)
     detail: dict[str, Any] = {
         "command": [conn.program.name, *command, *conn.args],
@@ -154,6 +179,8 @@ def run(
         "wall_s": wall,
         "assertions": "Assertions are enabled" in text,
     }
+    if lacks:
+        detail["lacks"] = list(lacks)
     result = StepResult(
         suite="dbbench",
         step=step,
