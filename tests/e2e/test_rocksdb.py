@@ -119,7 +119,17 @@ def test_lru_against_hyper_clock_runs_and_reports(tmp_path: Path) -> None:
     dbsweep("report", study, "--format", "html", "--out", html)
     page = html.read_text()
     assert "readwhilewriting.t2" in page and "overwriteandwait.t1.s0" in page  # the main table's and charts' names
-    rows = json.loads(dbsweep("report", study, "--format", "json").stdout)["rows"]
+    # Throughput over time of the while-writing steps, in the formats without charts too.
+    over = md.split("throughput over time", 1)[1]
+    line = next(ln for ln in over.splitlines() if ln.startswith("readwhilewriting.t2") and " hcc " in ln)
+    assert len(line.split()) == 2 + 6 + 2  # test, target, six sixths, slowest second, CV
+    report = json.loads(dbsweep("report", study, "--format", "json").stdout)
+    tables = {t["key"]: t for t in report["suite_tables"]}
+    timed = [r for r in tables["dbbench-over-time"]["rows"] if r["test"] == "readwhilewriting.t1"]
+    sixths = [r[f"{i}/6"] for r in timed for i in range(1, 7)]
+    assert len(timed) == 2 and any(isinstance(v, float) and v > 0 for v in sixths), timed
+    assert {r["test"] for r in tables["dbbench-columns"]["rows"]} >= {"fillseq.wal_disabled.v400"}
+    rows = report["rows"]
     assert {r["step"] for r in rows} >= {"fillseq", "readwhilewriting", "overwriteandwait"}
     assert all(r["w_amp"] is not None for r in rows if r["step"] == "overwriteandwait")
 

@@ -1,6 +1,8 @@
 """RocksDB's db_bench built from Debian's source package (7.8.3, def): a release build (no assertions), with
 the compression libraries the steps use linked, its make line and version recorded, and a dbbench study that
-compares it with Debian's own db_bench of the same version (built with assertions).
+compares it with Debian's own db_bench of the same version (built with assertions). And 6.11.4, from the
+librocksdb-sys crate, whose db_bench lacks the benchmarks the method's later jobs run: the steps run as far
+as it goes, and say what they left out.
 
 A cold build of db_bench takes longer than the default test run may spend: these tests run with
 DBSWEEP_SLOW_TESTS=1. The source and the build live in the test cache (DBSWEEP_TEST_CACHE, default
@@ -20,6 +22,7 @@ from dbsweep.build import cache, variants
 from dbsweep.build.cache import Build
 from dbsweep.engines.registry import engine_named
 from dbsweep.sources import debian
+from dbsweep.sources import resolve as sources
 
 from ..conftest import Recorder, dbsweep
 
@@ -105,3 +108,54 @@ def test_the_build_runs_the_suite_beside_debians(built: Build, tmp_path: Path) -
     assert summaries[("built", "readrandom")]["assertions"] is False
     assert "--cache_type=hyper_clock_cache" in summaries[("built", "readrandom")]["command"]
     assert "--compression_type=lz4" in summaries[("built", "fillseq")]["command"]
+
+
+OLD = """\
+name = "rx6"
+engine = "rocksdb"
+base = "6.11.4"
+workspace = "{workspace}"
+
+[suite]
+name = "dbbench"
+steps = ["fillseq", "overwritesome", "readwhilewriting", "overwriteandwait"]
+keys = 50000
+read_seconds = 2
+write_seconds = 2
+cache_mb = 64
+
+[[targets]]
+name = "6.11.4"
+source = "crate:librocksdb-sys@6.11.4"
+variant = "def"
+config = "lru"
+"""
+
+
+@pytest.mark.timeout(3600)
+def test_an_old_db_bench_runs_the_method_as_far_as_it_goes(tmp_path: Path) -> None:
+    engine = engine_named("rocksdb")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tree = sources.resolve("crate:librocksdb-sys@6.11.4", CACHE / "sources", naming=engine.naming)
+    old = cache.build(engine.recipe(), tree, variants.builtin("def"), CACHE / "builds")
+    assert old.install.short_version == "6.11.4"  # 6.x answers --version with its name alone: the tree's
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "sources").symlink_to(CACHE / "sources")
+    (ws / "builds").symlink_to(CACHE / "builds")
+    study = tmp_path / "rx6.toml"
+    study.write_text(OLD.format(workspace=ws))
+    dbsweep("run", study, timeout=1800)
+    db = sqlite3.connect(ws / "results.db")
+    rows = db.execute("SELECT c.step, c.status, s.summary FROM cells c LEFT JOIN step_results s ON s.cell_id = c.id")
+    summaries = {st: (status, json.loads(s or "{}")) for st, status, s in rows.fetchall()}
+    db.close()
+    assert all(status == "done" for status, _ in summaries.values()), summaries
+    ow = summaries["overwriteandwait"][1]
+    assert ow["lacks"] == ["waitforcompaction"] and "--benchmarks=overwrite,stats" in ow["command"]
+    before = summaries["readwhilewriting"][1]["maintenance_before"]
+    assert set(before["flush_mt_l0_lacks"].split(",")) == {"flush", "waitforcompaction", "compact0", "memstats"}
+    assert before["flush_mt_l0_ran"] == "levelstats,levelstats"
+    assert not any(a.startswith("--cache_type") for a in ow["command"])  # 6.11.4 has one cache, LRU, no flag
+    md = dbsweep("report", study, "--format", "markdown").stdout
+    assert "overwriteandwait ran without waitforcompaction" in " ".join(md.split())

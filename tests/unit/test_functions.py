@@ -470,3 +470,15 @@ def test_rows_round_trip_through_json(tmp_path: Path) -> None:
         fx.from_rows([{k: v for k, v in rows[0].items() if k != "self_ir"}])
     with pytest.raises(ValueError, match="appears twice"):
         fx.from_rows([rows[0], rows[0]])
+
+
+def test_a_place_in_a_build_is_shown_within_its_tree() -> None:
+    from dbsweep.report import fmt
+
+    def change(file: str, line: int | None) -> fx.FunctionChange:
+        return fx.FunctionChange("f", file, line, 1.0, 2.0, None, None, None)
+
+    tmp = "/work/x/.dbsweep/builds/.tmp-061ac5058cba420469a4/build/cache/clock_cache.cc"
+    assert fmt.function_place(change(tmp, 1706)) == "cache/clock_cache.cc:1706"
+    assert fmt.function_place(change("./nptl/pthread_mutex_lock.c", 44)) == "./nptl/pthread_mutex_lock.c:44"
+    assert fmt.function_place(change("???", None)) == ""

@@ -256,3 +256,17 @@ def test_a_study_without_maintenance_opens_no_connections(tmp_path: Path) -> Non
     study = load_study(p)
     assert preflight.connection_need(study).need == 0
     assert not preflight.check(study).problems
+
+
+def test_throughput_over_time_in_sixths_of_the_step() -> None:
+    from dbsweep.report.data import Sample
+    from dbsweep.suites.dbbench.report import _windows
+
+    # 60 one-second rows of 1,000 ops, with a stall of two seconds at 100 ops in the last sixth.
+    secs = [Sample(t, "measure", 100 if t in (55, 56) else 1000, 0) for t in range(1, 61)]
+    rates, slowest, cv = _windows([Sample(0, "warmup", 5, 0), *secs])
+    assert rates[:5] == [1000.0] * 5 and rates[5] == pytest.approx((8 * 1000 + 2 * 100) / 10)
+    assert slowest == 100.0 and cv is not None and 0.1 < cv < 0.3
+    # Fewer report rows than sixths: the sixths without one have no figure rather than zero.
+    short, _, _ = _windows([Sample(1, "measure", 500, 0), Sample(2, "measure", 700, 0)])
+    assert short.count(None) == 4 and short[2] == pytest.approx(500 / (2 / 6))

@@ -26,6 +26,7 @@ from dbsweep.report.data import (
     cell_max_us,
     config_change,
 )
+from dbsweep.report.tables import ExtraTable
 from dbsweep.suites.registry import operations, summary_columns
 
 # Suites' own figures, medians over the repetitions, and the worst response time of each operation kind: the
@@ -324,7 +325,30 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
         "instructions": instructions(data),
         "profiles": flames.to_json(data),
         "canary_cv": data.canaries.cv,
+        "suite_tables": suite_tables(data),
     }
+
+
+def suite_tables(data: ReportData) -> list[dict[str, Any]]:
+    """The suite's own tables (db_bench's columns, the throughput over time, the Insert Benchmark's), each
+    once: the widest of a table's forms (a terminal's narrower one has the same key with `-short`)."""
+    widest: dict[str, ExtraTable] = {}
+    for t in data.extra_tables:
+        key = t.key.removesuffix("-short")
+        if key not in widest or len(t.header) > len(widest[key].header):
+            widest[key] = t
+    return [
+        {
+            "key": key,
+            "title": t.title,
+            "note": t.note,
+            "header": t.header,
+            "rows": [
+                {h: v.text if v.sort is None else v.sort for h, v in zip(t.header, r, strict=False)} for r in t.rows
+            ],
+        }
+        for key, t in widest.items()
+    ]
 
 
 def to_json(data: ReportData) -> str:

@@ -533,6 +533,7 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 def gather(study: Study, store: Store, run_id: int, series: bool = False) -> ReportData:
     """The report of one run of a study; `series` also loads per-second samples and histograms."""
+    series = series or study.bench.report_series
     cells, ops_names = _load_cells(store, run_id, str, series)
     targets = [t.label for t in study.targets]
     data = _assemble(study, run_id, targets, study.base, plan.row_keys(study), cells, ops_names, paired=True)
@@ -549,6 +550,7 @@ def compare_targets(
     study: Study, store: Store, run_id: int, base: str, target: str, series: bool = False
 ) -> ReportData:
     """Two targets of one run, `target` against `base` (paired by round, as in the full report)."""
+    series = series or study.bench.report_series
     labels = [t.label for t in study.targets]
     for name in (base, target):
         if name not in labels:
@@ -570,6 +572,7 @@ def compare_runs(
     a: Study, store_a: Store, run_a: int, b: Study, store_b: Store, run_b: int, series: bool = False
 ) -> ReportData:
     """Every target of run B against the base of run A. Rounds of different runs are not paired."""
+    series = series or a.bench.report_series
     if a.suite.name != b.suite.name:
         raise ValueError(f"{a.title} runs the {a.suite.name} suite and {b.title} the {b.suite.name} suite")
     same_study = a.title == b.title

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from dbsweep.measure.functions import FunctionChange
 from dbsweep.report.data import Comparison, ReportData
@@ -150,11 +151,17 @@ def floor(j: InstrVerdict | None) -> str:
     return f"{pct(j.floor, 2)} {j.floor_source}" + (" fg" if j.basis == "foreground" else "")
 
 
+_BUILD_TREE = re.compile(r"^.*/\.tmp-[0-9a-f]+/build/")
+
+
 def function_place(c: FunctionChange) -> str:
     """`file:line` of a function, or its file alone, or nothing without debug information."""
     if c.file in ("", "???"):
         return ""
-    return f"{c.file}:{c.line}" if c.line is not None else c.file
+    # A build compiles in a temporary directory of the build cache (.tmp-<key>/build/...): its path within the
+    # tree says where the function is; the cache's path, which differs by build, says nothing.
+    file = _BUILD_TREE.sub("", c.file)
+    return f"{file}:{c.line}" if c.line is not None else file
 
 
 def function_change(c: FunctionChange) -> str:

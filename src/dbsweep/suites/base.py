@@ -257,6 +257,8 @@ class Suite(ABC):
 
     # The terminal shows the common QPS and rQPS table; a suite whose own tables say it better turns it off.
     main_table: ClassVar[bool] = True
+    # The suite's own tables read the per-second samples (loaded for every format, not only the HTML charts).
+    report_series: ClassVar[bool] = False
     # Operation kinds a step runs at once, each with its own latency in the summary (`latency.<op>`).
     operations: ClassVar[tuple[str, ...]] = ()
     # Summary fields of the suite's own that the CSV and JSON reports carry as columns.

@@ -1,9 +1,11 @@
-"""The dbbench suite's own report table: per step and target the columns of the method's `report.tsv`
-(methodology §6), medians over the repetitions, each with its ratio to the base; the throughput over time of
-the while-writing steps is in the common per-second charts."""
+"""The dbbench suite's own report tables: per step and target the columns of the method's `report.tsv`
+(methodology §6), medians over the repetitions, each with its ratio to the base; and the throughput over time
+of the while-writing steps and overwriteandwait, in sixths of the step, for the formats without charts (the
+HTML page also draws every second)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import TYPE_CHECKING, Any
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dbsweep.report import fmt
 from dbsweep.report.data import Entry, ReportData
 from dbsweep.report.tables import ExtraTable, Value
+from dbsweep.suites.dbbench.steps import WHILE_WRITING
 
 if TYPE_CHECKING:
     from dbsweep.suites.dbbench import Dbbench
@@ -60,7 +63,70 @@ def tables(data: ReportData, suite: Dbbench) -> list[ExtraTable]:
     extra = _left_out(data, rows)
     wide = _table(data, rows, COLUMNS, "dbbench-columns", frozenset({"markdown", "html"}), extra)
     narrow = [c for c in COLUMNS if c[0] in TERMINAL]
-    return [wide, _table(data, rows, tuple(narrow), "dbbench-columns-short", frozenset({"terminal"}), extra)]
+    out = [wide, _table(data, rows, tuple(narrow), "dbbench-columns-short", frozenset({"terminal"}), extra)]
+    timed = [r for r in rows if r.step in OVER_TIME]
+    if timed and any(rep.samples for r in timed for t in data.ordered for rep in r.cells[t].reps):
+        out.append(_over_time(data, timed))
+    return out
+
+
+# The steps whose throughput over time the method watches: the writer's pace, stalls, compaction's debt.
+OVER_TIME = (*WHILE_WRITING, "overwriteandwait")
+WINDOWS = 6
+
+
+def _windows(samples: list[Any]) -> tuple[list[float | None], float | None, float | None]:
+    """A repetition's ops/s in each sixth of its measured seconds, its slowest second, and the CV of its seconds."""
+    secs = sorted((float(x.t), x.ops) for x in samples if x.phase == "measure")
+    if len(secs) < 2:
+        return [None] * WINDOWS, None, None
+    end = secs[-1][0]
+    edges = [end * i / WINDOWS for i in range(WINDOWS + 1)]
+    rates: list[float | None] = []
+    for lo, hi in itertools.pairwise(edges):
+        inside = [n for t, n in secs if lo < t <= hi]
+        # A step shorter than six report intervals leaves some sixths without a row: no figure, not zero.
+        rates.append(sum(inside) / (hi - lo) if inside and hi > lo else None)
+    per_s: list[float] = []
+    last = 0.0
+    for t, n in secs:
+        per_s.append(n / max(t - last, 1e-9))
+        last = t
+    mean = statistics.fmean(per_s)
+    cv = statistics.pstdev(per_s) / mean if mean else None
+    return rates, min(per_s), cv
+
+
+def _over_time(data: ReportData, rows: list[Any]) -> ExtraTable:
+    lines: list[list[Value]] = []
+    rules: set[int] = set()
+    for r in rows:
+        for t in data.ordered:
+            per_rep = [_windows(rep.samples) for rep in r.cells[t].reps if rep.samples]
+            line = [Value(r.name), Value(t)]
+            for i in range(WINDOWS):
+                vals: list[float] = [x for w in per_rep if (x := w[0][i]) is not None]
+                v = statistics.median(vals) if vals else None
+                line.append(Value(fmt.num(v), sort=v))
+            slowest: list[float] = [x for w in per_rep if (x := w[1]) is not None]
+            cvs: list[float] = [x for w in per_rep if (x := w[2]) is not None]
+            low = statistics.median(slowest) if slowest else None
+            cv = statistics.median(cvs) if cvs else None
+            line += [Value(fmt.num(low), sort=low), Value(fmt.DASH if cv is None else f"{cv:.1%}", sort=cv)]
+            lines.append(line)
+        rules.add(len(lines) - 1)
+    return ExtraTable(
+        "dbbench-over-time",
+        f"{data.title}: throughput over time, ops/s in each sixth of the step (median over the repetitions)",
+        ["test", "target", *(f"{i}/6" for i in range(1, WINDOWS + 1)), "slowest 1 s", "CV of 1 s"],
+        lines,
+        "From db_bench's --report_interval_seconds=1 rows: a dip in the later sixths is the writer's compaction "
+        "debt or a write stall; 'slowest 1 s' and 'CV of 1 s' (medians over the repetitions) say how uneven the "
+        "seconds were. The HTML report draws every second.",
+        labels=2,
+        section=SECTION,
+        rules=frozenset(rules),
+    )
 
 
 def _left_out(data: ReportData, rows: list[Any]) -> str:
