@@ -11,7 +11,7 @@ import pytest
 from dbsweep.configs import ConfigDiff
 from dbsweep.engines.rocksdb import config, source
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.study import load_study
+from dbsweep.study import Study, load_study
 from dbsweep.suites.dbbench import Dbbench, DbbenchSettings
 from dbsweep.suites.dbbench.steps import JOBS, fitted
 
@@ -215,16 +215,21 @@ def test_a_study_pairs_the_suite_with_an_engine_of_its_kind(tmp_path: Path) -> N
         load_study(p)
 
 
+def _system_study(tmp_path: Path, measure: str, suite_lines: str) -> Study:
+    """A dbbench study of Debian's db_bench, with the given [measure] table and [suite] lines."""
+    p = tmp_path / "s.toml"
+    p.write_text(
+        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n{measure}'
+        f'[suite]\nname = "dbbench"\nkeys = 1000\n{suite_lines}'
+        '[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
+    )
+    return load_study(p)
+
+
 def test_preflight_counts_the_read_steps_and_says_no_profile(tmp_path: Path) -> None:
     from dbsweep import preflight
 
-    p = tmp_path / "s.toml"
-    p.write_text(
-        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n'
-        "[measure]\ninstructions = true\nprofile = true\n"
-        '[suite]\nname = "dbbench"\nkeys = 1000\n[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
-    )
-    study = load_study(p)
+    study = _system_study(tmp_path, "[measure]\ninstructions = true\nprofile = true\n", "")
     assert set(study.bench.instruction_steps()) == {"readrandom", "fwdrange", "multireadrandom"}
     warnings = preflight.check(study).warnings
     assert not any("measure.instructions" in w for w in warnings), warnings
@@ -247,13 +252,7 @@ def test_the_counted_runs_read_a_fixed_number_of_keys_without_periodic_reports()
 def test_a_study_without_maintenance_opens_no_connections(tmp_path: Path) -> None:
     from dbsweep import preflight
 
-    p = tmp_path / "s.toml"
-    p.write_text(
-        f'engine = "rocksdb"\nbase = "a"\nworkspace = "{tmp_path / "ws"}"\n'
-        '[suite]\nname = "dbbench"\nsteps = ["fillseq"]\nkeys = 1000\n'
-        '[[targets]]\nname = "a"\nsource = "system"\nconfig = "lru"\n'
-    )
-    study = load_study(p)
+    study = _system_study(tmp_path, "", 'steps = ["fillseq"]\n')
     assert preflight.connection_need(study).need == 0
     assert not preflight.check(study).problems
 
