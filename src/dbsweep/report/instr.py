@@ -129,7 +129,8 @@ def attach(data: ReportData, study: Study, store: Store) -> None:
         ]
         g.instr_verdicts.update({v: got.count(v) for v in set(got) if v is not None})
     data.notes.append(
-        "instructions/o counts every process of the server under valgrind (one client; each run from the same "
+        "instructions/o counts every process of the server (of the client, for an engine without one) under "
+        "valgrind (one client; each run from the same "
         "freshly loaded tables): user-space work, not time. A change of d in it moves the server's CPU per "
         "operation by about d x the user-space share of that CPU (shown as 'user'), and QPS by no more than "
         "that. A verdict is on the foreground's count (floor marked 'fg') when the background processes did under "
