@@ -15,6 +15,15 @@ from pathlib import Path
 from dbsweep import paths
 from dbsweep.errors import DbsweepError
 
+# Postgres's include line, `include 'other.conf'`: the engines whose configs are `name = value` lines share it.
+_QUOTED_INCLUDE = re.compile(r"""^\s*include\s*=?\s*'([^']+)'\s*(#.*)?$""", re.IGNORECASE)
+
+
+def quoted_include(line: str) -> str | None:
+    """The file an `include 'x.conf'` line names, or None for another line."""
+    m = _QUOTED_INCLUDE.match(line)
+    return m.group(1) if m else None
+
 
 @dataclass(frozen=True)
 class Setting:

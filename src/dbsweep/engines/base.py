@@ -336,3 +336,22 @@ def path_identity(path: Path) -> str:
     except OSError:
         return ""
     return f"{st.st_dev}:{st.st_ino}"
+
+
+def path_watermark(data: Path, log: Path) -> Watermark:
+    """Where a step of an engine without a server began: how far its log went, and the identity of the file
+    or directory that holds its data."""
+    offset = log.stat().st_size if log.is_file() else 0
+    return Watermark(pid=0, started=0.0, log_offset=offset, identity=path_identity(data))
+
+
+def path_disturbance(mark: Watermark, data: Path, what: str, replaced: str = "") -> str | None:
+    """Why a step of an engine without a server was disturbed, or None: no server can die or restart (a client
+    that ended early says so itself), but its data (`what`, e.g. "database file") must be the one the step
+    began on."""
+    now = path_identity(data)
+    if not now:
+        return f"the {what} {data} disappeared during the step"
+    if mark.identity and now != mark.identity:
+        return f"the {what} {data} was replaced during the step{replaced}"
+    return None

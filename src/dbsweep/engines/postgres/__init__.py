@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configs import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import base
 from dbsweep.engines.postgres import config, source
 from dbsweep.engines.postgres.install import (
@@ -77,7 +77,7 @@ class Postgres(base.Engine):
         return config.parse(lines)
 
     def include_target(self, line: str) -> str | None:
-        return config.include_target(line)
+        return quoted_include(line)
 
     def known_settings(self, install: base.Install) -> set[str]:
         return known_settings(install)

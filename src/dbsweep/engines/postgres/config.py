@@ -8,7 +8,6 @@ import re
 from dbsweep.configs import ConfigDiff, Setting
 from dbsweep.errors import DbsweepError
 
-_INCLUDE = re.compile(r"""^\s*include\s*=?\s*'([^']+)'\s*(#.*)?$""", re.IGNORECASE)
 _SETTING = re.compile(r"""^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$""")
 # Postgres's default max_connections.
 DEFAULT_MAX_CONNECTIONS = 100
@@ -18,11 +17,6 @@ DEFAULT_MAX_CONNECTIONS = 100
 EMPTY_CLUSTER_BYTES = 48_000_000
 WAL_PER_DATA_BYTE = 1.3
 DEFAULT_MAX_WAL_BYTES = 1 << 30
-
-
-def include_target(line: str) -> str | None:
-    m = _INCLUDE.match(line)
-    return m.group(1) if m else None
 
 
 def _strip_comment(line: str) -> str:

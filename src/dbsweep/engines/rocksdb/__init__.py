@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configs import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import base
 from dbsweep.engines.rocksdb import config, install, source
 from dbsweep.engines.rocksdb.install import Install
@@ -54,7 +54,7 @@ class Rocksdb(base.Engine):
         return config.parse(lines)
 
     def include_target(self, line: str) -> str | None:
-        return config.include_target(line)
+        return quoted_include(line)
 
     def known_settings(self, inst: base.Install) -> set[str]:
         """The flags the install's db_bench lists in its --help."""

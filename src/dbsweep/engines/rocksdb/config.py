@@ -16,7 +16,6 @@ from dbsweep.configs import ConfigDiff, Setting
 from dbsweep.engines.rocksdb.source import release_of
 from dbsweep.errors import DbsweepError
 
-_INCLUDE = re.compile(r"""^\s*include\s*=?\s*'([^']+)'\s*(#.*)?$""", re.IGNORECASE)
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*$")
 # The flags the suite sets for every step (what to run, for how long, on which keys): a config that set
 # them would change the workload behind the study's back.
@@ -43,11 +42,6 @@ SUITE_OWNED = frozenset(
 CACHE_WORDS = ("lru", "hyper_clock")
 HYPER_CLOCK_FROM = (7, 7)
 AUTO_HYPER_CLOCK_FROM = (8, 5)
-
-
-def include_target(line: str) -> str | None:
-    m = _INCLUDE.match(line)
-    return m.group(1) if m else None
 
 
 def parse(lines: list[tuple[str, str]]) -> tuple[Setting, ...]:
@@ -88,6 +82,7 @@ def fit(diff: ConfigDiff, known: set[str], version: str, optional: set[str]) -> 
     skipped: list[str] = []
     for s in diff.settings:
         line = f"{s.name} = {s.value}"
+        refusal = None  # why the binary cannot take the line, as the error says it
         if s.name == "cache_type" and s.value.lower() in CACHE_WORDS:
             word = s.value.lower()
             if "cache_type" not in known:
@@ -105,20 +100,18 @@ def fit(diff: ConfigDiff, known: set[str], version: str, optional: set[str]) -> 
                 else:
                     out.append(f"cache_type = {value}  # {word} ({why}), from {s.origin}")
                     continue
+            refusal = (
+                f"config {diff.name} asks for the {word} cache ({s.origin}): {why}; list cache_type in the "
+                "study's optional_settings to run such versions with their default cache."
+            )
+        elif s.name not in known:
+            refusal = (
+                f"config {diff.name} sets {s.name} ({s.origin}), which RocksDB {version}'s db_bench does not "
+                "know; list it in the study's optional_settings to apply it only where supported."
+            )
+        if refusal is not None:
             if s.name not in optional:
-                raise DbsweepError(
-                    f"config {diff.name} asks for the {word} cache ({s.origin}): {why}; list cache_type in the "
-                    "study's optional_settings to run such versions with their default cache."
-                )
-            skipped.append(s.name)
-            out.append(f"# not in RocksDB {version}, skipped: {line}")
-            continue
-        if s.name not in known:
-            if s.name not in optional:
-                raise DbsweepError(
-                    f"config {diff.name} sets {s.name} ({s.origin}), which RocksDB {version}'s db_bench does not "
-                    "know; list it in the study's optional_settings to apply it only where supported."
-                )
+                raise DbsweepError(refusal)
             skipped.append(s.name)
             out.append(f"# not in RocksDB {version}, skipped: {line}")
             continue

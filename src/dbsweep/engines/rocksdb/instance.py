@@ -84,20 +84,11 @@ class Store(base.Instance):
     def stop(self) -> None:
         """No process outlives a step: db_bench runs as the step's child, which the step stops."""
 
-    def _identity(self) -> str:
-        return base.path_identity(self.datadir)
-
     def watermark(self) -> Watermark:
-        offset = self.log.stat().st_size if self.log.is_file() else 0
-        return Watermark(pid=0, started=0.0, log_offset=offset, identity=self._identity())
+        return base.path_watermark(self.datadir, self.log)
 
     def disturbance_since(self, mark: Watermark) -> str | None:
-        now = self._identity()
-        if not now:
-            return f"the database directory {self.datadir} disappeared during the step"
-        if mark.identity and now != mark.identity:
-            return f"the database directory {self.datadir} was replaced during the step"
-        return None
+        return base.path_disturbance(mark, self.datadir, "database directory")
 
     # ---- how a step reaches it
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configs import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import base
 from dbsweep.engines.sqlite import config, install, source
 from dbsweep.engines.sqlite.install import Install
@@ -54,7 +54,7 @@ class Sqlite(base.Engine):
         return config.parse(lines)
 
     def include_target(self, line: str) -> str | None:
-        return config.include_target(line)
+        return quoted_include(line)
 
     def known_settings(self, install: base.Install) -> set[str]:
         """The pragmas the library knows (`PRAGMA pragma_list`, through its own shell)."""

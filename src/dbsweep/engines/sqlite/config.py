@@ -12,7 +12,6 @@ import re
 from dbsweep.configs import ConfigDiff, Setting
 from dbsweep.errors import DbsweepError
 
-_INCLUDE = re.compile(r"""^\s*include\s*=?\s*'([^']+)'\s*(#.*)?$""", re.IGNORECASE)
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$")
 # A value as a PRAGMA takes it: a number, a word, or a quoted string without quotes inside.
 _VALUE = re.compile(r"^-?\d+$|^[A-Za-z_][A-Za-z0-9_]*$|^'[^']*'$")
@@ -26,11 +25,6 @@ _WORDS: dict[str, dict[str, str]] = {
 _BOOLEAN = {"on": "1", "yes": "1", "true": "1", "off": "0", "no": "0", "false": "0"}
 # Pragmas a diff may not set: they change what a step measures behind its back, or the file's identity.
 _REFUSED = {"busy_timeout": "the load client sets the busy timeout itself (--busy-timeout-ms)"}
-
-
-def include_target(line: str) -> str | None:
-    m = _INCLUDE.match(line)
-    return m.group(1) if m else None
 
 
 def parse(lines: list[tuple[str, str]]) -> tuple[Setting, ...]:

@@ -158,22 +158,11 @@ class Database(base.Instance):
     def stop(self) -> None:
         self._open = False
 
-    def _file_identity(self) -> str:
-        return base.path_identity(self.database)
-
     def watermark(self) -> Watermark:
-        offset = self.log.stat().st_size if self.log.is_file() else 0
-        return Watermark(pid=0, started=0.0, log_offset=offset, identity=self._file_identity())
+        return base.path_watermark(self.database, self.log)
 
     def disturbance_since(self, mark: Watermark) -> str | None:
-        # No server to die or restart (a client that ended early says so in its own summary); the database
-        # itself must be the file the step began on.
-        now = self._file_identity()
-        if not now:
-            return f"the database file {self.database} disappeared during the step"
-        if mark.identity and now != mark.identity:
-            return f"the database file {self.database} was replaced during the step (another file is there now)"
-        return None
+        return base.path_disturbance(mark, self.database, "database file", " (another file is there now)")
 
     # ---- the load client's way in
 
