@@ -484,7 +484,9 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
         return 0.0
     # The engine's start-ups were measured with the default number of pairs; each pair runs 1 + 3 times the probe.
     starts = costs.valgrind_starts_s * m.instruction_pairs / INSTRUCTION_PAIRS
-    per_step = starts + 1 + m.instruction_pairs * 4 * m.instruction_seconds + STEP_OVERHEAD_S
+    # A probe and a short and a long run per pair, each with the suite's warm-up.
+    warmup = (1 + 2 * m.instruction_pairs) * study.bench.instruction_warmup_seconds()
+    per_step = starts + 1 + m.instruction_pairs * 4 * m.instruction_seconds + warmup + STEP_OVERHEAD_S
     return costs.start_s + load_s + len(shared) * per_step
 
 

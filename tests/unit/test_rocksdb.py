@@ -12,7 +12,7 @@ from dbsweep.configs import ConfigDiff
 from dbsweep.engines.rocksdb import config, source
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.study import Study, load_study
-from dbsweep.suites.dbbench import Dbbench, DbbenchSettings
+from dbsweep.suites.dbbench import Dbbench, DbbenchSettings, tool
 from dbsweep.suites.dbbench.steps import JOBS, fitted
 
 DATA = Path(__file__).parent / "data" / "dbbench"
@@ -236,6 +236,18 @@ def test_preflight_counts_the_read_steps_and_says_no_profile(tmp_path: Path) -> 
     assert any("measure.profile: the profile pass samples a server, and RocksDB runs inside" in w for w in warnings)
 
 
+def test_preflight_counts_the_warm_up_of_each_counted_run(tmp_path: Path) -> None:
+    from dbsweep import preflight
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "io").mkdir()
+    measure = "[measure]\ninstructions = true\n"
+    cached = preflight.estimate(_system_study(tmp_path / "c", measure, ""))
+    io_bound = preflight.estimate(_system_study(tmp_path / "io", measure, 'profile = "iobuf"\n'))
+    # Three steps x (a probe and two pairs) x 1,000 keys read into the cache at 190k keys/s under valgrind.
+    assert cached.parts["instructions"] - io_bound.parts["instructions"] == pytest.approx(3 * 5 * 1000 / 190_000)
+
+
 def test_the_counted_runs_read_a_fixed_number_of_keys_without_periodic_reports() -> None:
     s = suite(keys=1000, read_seconds=7, cache_mb=64)
     plan = s.instruction_plan("fwdrange", 3)
@@ -247,6 +259,13 @@ def test_the_counted_runs_read_a_fixed_number_of_keys_without_periodic_reports()
     assert _flag(counted, "report_interval_seconds") == "0" and _flag(counted, "stats_interval_seconds") == "0"
     assert _flag(counted, "seek_nexts") == "10" and _flag(counted, "num") == "1000"
     assert sum(a.startswith("--duration=") for a in counted) == 1
+    # The cached profile reads the database into the block cache first, in the probe and in every counted run,
+    # and the run's result is still the step's own benchmark.
+    assert _flag(probe, "benchmarks") == "readtocache,seekrandom,stats" == _flag(counted, "benchmarks")
+    assert tool.default_result(counted) == "seekrandom"
+    io_bound = suite(keys=1000, read_seconds=7, cache_mb=64, profile="iobuf").instruction_plan("readrandom", 3)
+    assert _flag(io_bound.command(500), "benchmarks") == "readrandom,stats"
+    assert tool.default_result(["--benchmarks=overwrite,waitforcompaction"]) == "overwrite"
 
 
 def test_a_study_without_maintenance_opens_no_connections(tmp_path: Path) -> None:

@@ -226,6 +226,10 @@ class Suite(ABC):
         completes, when not known yet) and three times as many; a sized step (the load) its own rows."""
         raise NotImplementedError(f"the {self.name} suite counts no instructions")
 
+    def instruction_warmup_seconds(self) -> float:
+        """Seconds each counted run spends under valgrind before its counted work (for preflight's estimate)."""
+        return 0.0
+
     def instruction_command(self, step: str, seconds: int) -> list[str]:
         """The load client's arguments for one client running `step` for `seconds`, without a warm-up (the
         instruction pass's timed probe, the profile pass's sampled run)."""

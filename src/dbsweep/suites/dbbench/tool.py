@@ -81,6 +81,12 @@ def _int_flag(command: Sequence[str], name: str, default: int) -> int:
     return int(values[-1]) if values and values[-1].isdigit() else default
 
 
+def default_result(command: Sequence[str]) -> str:
+    """The benchmark whose result line a command's result is: the first of `--benchmarks` after the warm-up."""
+    names = next(a for a in command if a.startswith("--benchmarks=")).partition("=")[2].split(",")
+    return next((n for n in names if n != steps.WARMUP), names[0])
+
+
 def run(
     command: Sequence[str],
     conn: Access,
@@ -94,7 +100,8 @@ def run(
     on_summary: Callable[[], None] | None = None,
 ) -> StepOutput:
     """Runs `db_bench COMMAND ACCESS` and returns the step's result, named `step`, from the result line of the
-    benchmark `result_of` (by default the first of `--benchmarks`, which also names the step by default).
+    benchmark `result_of` (by default the first of `--benchmarks` after the warm-up, which also names the step by
+    default).
 
     The benchmarks are fitted to what this db_bench knows (`Access.operations`): an old one lacks
     waitforcompaction, and would stop at it; the result records what it left out."""
@@ -102,7 +109,7 @@ def run(
         raise StepError("the dbbench suite runs the engine's db_bench, and this engine names none")
     command, lacks = _fit(command, conn.operations)
     if result_of is None:
-        result_of = next(a for a in command if a.startswith("--benchmarks=")).partition("=")[2].split(",")[0]
+        result_of = default_result(command)
     step = step or result_of
     log.parent.mkdir(parents=True, exist_ok=True)
     csv = log.with_suffix(".csv")
