@@ -26,7 +26,6 @@ from dbsweep.report.data import (
     cell_max_us,
     config_change,
 )
-from dbsweep.report.tables import ExtraTable
 from dbsweep.suites.registry import operations, summary_columns
 
 # Suites' own figures, medians over the repetitions, and the worst response time of each operation kind: the
@@ -330,16 +329,11 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
 
 
 def suite_tables(data: ReportData) -> list[dict[str, Any]]:
-    """The suite's own tables (db_bench's columns, the throughput over time, the Insert Benchmark's), each
-    once: the widest of a table's forms (a terminal's narrower one has the same key with `-short`)."""
-    widest: dict[str, ExtraTable] = {}
-    for t in data.extra_tables:
-        key = t.key.removesuffix("-short")
-        if key not in widest or len(t.header) > len(widest[key].header):
-            widest[key] = t
+    """The suite's own tables (db_bench's columns, the throughput over time, the Insert Benchmark's) as the full
+    report shows them (a terminal-only table is a narrower copy of one of them)."""
     return [
         {
-            "key": key,
+            "key": t.key,
             "title": t.title,
             "note": t.note,
             "header": t.header,
@@ -347,7 +341,8 @@ def suite_tables(data: ReportData) -> list[dict[str, Any]]:
                 {h: v.text if v.sort is None else v.sort for h, v in zip(t.header, r, strict=False)} for r in t.rows
             ],
         }
-        for key, t in widest.items()
+        for t in data.extra_tables
+        if t.shown_in("markdown")
     ]
 
 

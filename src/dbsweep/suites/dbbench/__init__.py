@@ -130,11 +130,16 @@ class Dbbench(Suite):
 
     # ---- the command line
 
+    @property
+    def cached(self) -> bool:
+        """Whether the profile keeps the database in the block cache (byrx) rather than reading it from files."""
+        return self.settings.profile == "byrx"
+
     def cache_mb(self) -> int:
         s = self.settings
         if s.cache_mb is not None:
             return s.cache_mb
-        if s.profile == "byrx":
+        if self.cached:
             return _ram_mb() * 60 // 100
         return max(64, self.data_bytes() // MB // 10)
 
@@ -142,7 +147,7 @@ class Dbbench(Suite):
         """The flags of every step (benchmark.sh's, with the wrapper's sizes), so every step opens the database
         alike."""
         s = self.settings
-        io_bound = s.profile != "byrx"
+        io_bound = not self.cached
         flags = [
             f"--key_size={s.key_size}",
             f"--value_size={s.value_size}",
@@ -248,7 +253,7 @@ class Dbbench(Suite):
         )
 
     def instruction_warmup_seconds(self) -> float:
-        return self.settings.keys / WARMUP_KEYS_PER_S if self.settings.profile == "byrx" else 0.0
+        return self.settings.keys / WARMUP_KEYS_PER_S if self.cached else 0.0
 
     def instruction_command(self, step: str, seconds: int) -> list[str]:
         """One thread of `step` for `seconds`, without the periodic reports, whose count would follow the clock.
@@ -258,7 +263,7 @@ class Dbbench(Suite):
         load and checksum a block. The short and the long run warm alike, so their difference is warm reads."""
         quiet = {"--report_interval_seconds": "0", "--stats_interval_seconds": "0", "--duration": str(seconds)}
         cmd = [a for a in self.command(step, 1) if a.partition("=")[0] not in quiet]
-        if self.settings.profile == "byrx":
+        if self.cached:
             cmd = [f"--benchmarks={WARMUP},{a.partition('=')[2]}" if a.startswith("--benchmarks=") else a for a in cmd]
         return cmd + [f"{k}={v}" for k, v in quiet.items()]
 
