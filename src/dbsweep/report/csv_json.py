@@ -329,8 +329,8 @@ def to_json_obj(data: ReportData) -> dict[str, Any]:
 
 
 def suite_tables(data: ReportData) -> list[dict[str, Any]]:
-    """The suite's own tables (db_bench's columns, the throughput over time, the Insert Benchmark's) as the full
-    report shows them (a terminal-only table is a narrower copy of one of them)."""
+    """The suite's own tables as the full report shows them (a terminal-only table is a narrower copy of one of
+    them)."""
     return [
         {
             "key": t.key,
