@@ -56,6 +56,15 @@ def _study(path: Path, workspace: Path | None) -> Study:
     return study
 
 
+def _targets_named(study: Study, names: list[str]) -> set[str]:
+    """The study's targets that --target names; an unknown name is an error that lists the known ones."""
+    known = [t.label for t in study.targets]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise DbsweepError(f"--target: no target {unknown[0]!r} in {study.path}; have: {', '.join(known)}")
+    return set(names)
+
+
 def _open_store(study: Study, must_exist: bool, read_only: bool = False) -> Store:
     """The study's results store; a reader opens it read-only and never creates it."""
     from dbsweep.runner import store_path
@@ -133,6 +142,14 @@ def run(
             "any cell's verdict is unsure, up to measure.max_repeats.",
         ),
     ] = False,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="Run only this target's cells and counts (repeatable); the others wait for a later run.",
+        ),
+    ] = None,
 ) -> None:
     """Run the cells of a study that have no result yet, then print the report."""
     from dbsweep.report import data as report_data
@@ -140,14 +157,17 @@ def run(
     from dbsweep.runner import Runner, open_run
 
     s = _study(study, workspace)
-    err.print(_preflight(s), highlight=False, soft_wrap=True)
+    only = _targets_named(s, target) if target else None
+    # Checked and estimated as the run will do it: the targets it runs, not the others.
+    checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
+    err.print(_preflight(checked), highlight=False, soft_wrap=True)
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:
             run_id = open_run(s, store, fresh)
             try:
                 with procs.cleanup_on_exit():
-                    runner = Runner(s, store, err, rerun_failed=rerun_failed, keep_data=keep_data)
+                    runner = Runner(s, store, err, rerun_failed=rerun_failed, keep_data=keep_data, only=only)
                     outcome = runner.run(run_id)
                     if until_decided:
                         from dbsweep.verdicts.decide import until_decided as decide

@@ -126,6 +126,7 @@ class Runner:
         rerun_failed: bool = False,
         keep_data: bool = False,
         executor: Executor | None = None,
+        only: Collection[str] | None = None,
     ) -> None:
         self.study = study
         self.store = store
@@ -140,7 +141,8 @@ class Runner:
         self.load_version = loadclient.version()
         self.repeats: int | None = None  # set per call of run(): extra rounds of --until-decided
         self.cell_log = CellLog(console, [])
-        self.only: set[str] | None = None
+        # The user's restriction to some targets (run --target): their cells, counts and profiles only.
+        self.only: set[str] | None = set(only) if only is not None else None
         try:
             self.cpus = placement.assign(study.measure.placement)
         except ValueError as e:
@@ -151,10 +153,11 @@ class Runner:
 
     def run(self, run_id: int, repeats: int | None = None, targets: set[str] | None = None) -> Outcome:
         out = Outcome(run_id)
-        self.repeats, self.only = repeats, targets
+        self.repeats = repeats
+        wanted = targets if self.only is None else (self.only if targets is None else targets & self.only)
         status = self.store.statuses(run_id)
         todo: list[CellKey] = []
-        for key in plan.cells(self.study, repeats, targets):
+        for key in plan.cells(self.study, repeats, wanted):
             st = status.get(key)
             if st is None or (st[0] == "failed" and self.rerun_failed):
                 todo.append(key)
@@ -211,6 +214,9 @@ class Runner:
 
     # ---- instructions per operation (measure.instructions) ---------------------------------------------
 
+    def _wanted(self) -> list[Target]:
+        return [t for t in self.study.targets if self.only is None or t.label in self.only]
+
     def _instructions_todo(self, run_id: int) -> dict[str, list[str]]:
         """target -> the steps whose instructions per operation are still to count."""
         steps = list(self.suite.instruction_steps()) if self.study.measure.instructions else []
@@ -219,7 +225,7 @@ class Runner:
         have = self.store.instruction_counts(run_id)
         if self.rerun_failed:  # a count that failed is counted again, as a failed cell is run again
             have = {k: v for k, v in have.items() if not v.get("error")}
-        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self.study.targets}
+        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
         return {t: sts for t, sts in todo.items() if sts}
 
     def _count_instructions(
@@ -307,7 +313,7 @@ class Runner:
         have = self.store.profiles(run_id)
         if self.rerun_failed:
             have = {k: v for k, v in have.items() if not v.get("error")}
-        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self.study.targets}
+        todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
         return {t: sts for t, sts in todo.items() if sts}
 
     def _profile(

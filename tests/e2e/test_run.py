@@ -102,6 +102,20 @@ def test_run_report_and_second_run_does_nothing(tmp: Path) -> None:
     assert not list((tmp / "ws" / "data").glob("*/*/r1/pgdata"))
 
 
+def test_run_of_one_target_leaves_the_other_for_a_later_run(tmp: Path) -> None:
+    study = write_study(tmp)
+    bad = dbsweep("run", study, "--target", "c", check=False)
+    assert bad.returncode != 0 and "no target 'c'" in bad.stderr and "have: a, b" in bad.stderr
+    assert not done_cells(tmp)
+    first = dbsweep("run", study, "--target", "b")
+    assert "2 cells done, 0 failed" in first.stdout
+    assert {(c[1], c[5]) for c in done_cells(tmp)} == {("b", "done")}
+    assert "done 2, failed 0, pending 2" in dbsweep("status", study).stdout
+    second = dbsweep("run", study)
+    assert "2 cells done, 0 failed" in second.stdout
+    assert {(c[1], c[5]) for c in done_cells(tmp)} == {("a", "done"), ("b", "done")}
+
+
 def test_ctrl_c_stops_everything_and_resumes(tmp: Path) -> None:
     study = write_study(tmp, seconds=20, warmup=1)
     proc = start_run(study)
