@@ -9,7 +9,7 @@ import pytest
 
 from dbsweep.engines.postgres import Install
 from dbsweep.engines.registry import engine_named
-from dbsweep.errors import DbsweepError
+from dbsweep.errors import DbsweepError, StepError
 from dbsweep.measure import instructions
 from dbsweep.measure.instructions import CountPlan, instructions_per_op, read_ir, unrunnable_flags
 from dbsweep.suites.ibench import Ibench, IbenchSettings
@@ -109,6 +109,15 @@ def test_every_step_is_counted_by_a_fixed_amount_of_work() -> None:
     load = suite.instruction_plan("load", 2)
     assert load.from_empty and load.unit == "rows" and load.short == 5_000
     assert load.command(15_000)[:2] == ["sysbench", "prepare"] and "15000" in load.command(15_000)
+
+
+def test_a_slow_step_is_counted_by_at_least_the_fewest_events() -> None:
+    """A probe that completed a few events (a scan of 100k rows under valgrind) still gives a count, of the
+    fewest events a pair counts by; one that completed none is a clear error."""
+    assert instructions.events_to_count("scan_range=100", 3) == instructions.MIN_EVENTS
+    assert instructions.events_to_count("point-query_range=100", 5_000) == 5_000
+    with pytest.raises(StepError, match=r"scan_range=100 completed no event.*measure\.instruction_seconds"):
+        instructions.events_to_count("scan_range=100", 0)
 
 
 def test_read_ir_waits_for_the_totals(tmp_path: Path) -> None:

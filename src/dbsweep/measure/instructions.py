@@ -62,7 +62,7 @@ _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
 # A long run does at least this many times the short one's events, else it is run again twice as long (at most
 # LONG_RETRIES times): the difference is the measurement, and a small one is mostly noise of start-up.
 LONG_RUN = 3  # the long run does this many times the short one's work
-MIN_EVENTS = 20  # a probe that completes fewer is too short to count anything by
+MIN_EVENTS = 20  # the fewest events a short run counts, however few the timed probe completed
 # The CPU the server and the client of a counted run share (the last one, as placement "same" takes).
 ONE_CPU = placement.assign("same").server or frozenset({0})
 FUNCTIONS_KEPT = 150  # functions stored per count: the report shows the few that changed most
@@ -561,14 +561,9 @@ def instructions_per_op(
             if amount is None:
                 say(f"{step}: a timed run to find how many events to count")
                 probe = counting.run(0, tables)
-                if probe.events < MIN_EVENTS:
-                    raise StepError(
-                        f"the timed run of {step} completed {probe.events} events, too few to count by (at least "
-                        f"{MIN_EVENTS}); give it more time (measure.instruction_seconds)."
-                    )
                 # Not a pair's short run: a run stopped by the clock ends differently from one that ran out of
                 # events (0.17 % more per point query in a pair against 0.01 % between fixed runs).
-                amount = probe.events
+                amount = events_to_count(step, probe.events)
             say(f"{step}: pair {i + 1} of {repeats} ({amount:,} and {LONG_RUN * amount:,} {plan.unit})")
             short = counting.run(amount, tables)
             long = counting.run(LONG_RUN * amount, tables)
@@ -615,6 +610,18 @@ def instructions_per_op(
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
         held=[*held_settings(instance.quiet_config), *instance.held_during_count],
     )
+
+
+def events_to_count(step: str, probed: int) -> int:
+    """How many events a pair's short run does, from the `probed` events its timed probe completed: as many, and
+    at least MIN_EVENTS. A fixed run ends when its events are done, not by the clock, so a slow step (a scan, a
+    range of 10,000 rows) is counted by more time rather than by a handful of events or not at all."""
+    if probed < 1:
+        raise StepError(
+            f"the timed run of {step} completed no event, so there is nothing to count by; give it more time "
+            "(measure.instruction_seconds)."
+        )
+    return max(probed, MIN_EVENTS)
 
 
 def held_settings(quiet_config: str) -> list[str]:
