@@ -107,6 +107,15 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
 
 
+def _resuming(run_id: int, planned: int, todo: int, kept_failed: int, counts: dict[str, list[str]]) -> str:
+    """One line on what a continued run still has to do."""
+    failed = f", {kept_failed} failed (kept; --rerun-failed runs them again)" if kept_failed else ""
+    n = sum(len(steps) for steps in counts.values())
+    counted = f"; {n} instruction count{'s' if n != 1 else ''} to take" if n else ""
+    done = planned - todo - kept_failed
+    return f"run {run_id} continues: {done} of {planned} cells done{failed}, {todo} to run{counted}"
+
+
 def _advancer(progress: Progress, task: TaskID, by_rows: bool) -> Callable[[dict[str, Any]], None]:
     """Moves a step's bar on each per-second line: by rows for a loading step, by one second otherwise."""
 
@@ -167,6 +176,9 @@ class Runner:
         profiles = self._profiles_todo(run_id) if targets is None else {}
         if not todo and not counts and not profiles:
             return out
+        planned = len(plan.cells(self.study, repeats, wanted))
+        if planned > len(todo):  # a resume: the estimate above was the whole study's
+            self.console.print(_resuming(run_id, planned, len(todo), out.skipped_failed, counts), highlight=False)
         groups: dict[tuple[int, str], list[CellKey]] = {}
         for key in todo:
             groups.setdefault((key.repetition, key.target), []).append(key)

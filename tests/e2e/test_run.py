@@ -113,6 +113,7 @@ def test_run_of_one_target_leaves_the_other_for_a_later_run(tmp: Path) -> None:
     assert "done 2, failed 0, pending 2" in dbsweep("status", study).stdout
     second = dbsweep("run", study)
     assert "2 cells done, 0 failed" in second.stdout
+    assert "run 1 continues: 2 of 4 cells done, 2 to run" in second.stderr
     assert {(c[1], c[5]) for c in done_cells(tmp)} == {("a", "done"), ("b", "done")}
 
 
