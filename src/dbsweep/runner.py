@@ -116,6 +116,14 @@ def _resuming(run_id: int, planned: int, todo: int, kept_failed: int, counts: di
     return f"run {run_id} continues: {done} of {planned} cells done{failed}, {todo} to run{counted}"
 
 
+def _counted(data: dict[str, Any], error: str | None) -> str:
+    """A count's outcome in a few words, for its line in a log."""
+    if error:
+        return f"not counted: {error}"
+    unit = "row" if data.get("unit") == "rows" else "event"
+    return f"{data['per_event']:,.0f} instructions per {unit}"
+
+
 def _advancer(progress: Progress, task: TaskID, by_rows: bool) -> Callable[[dict[str, Any]], None]:
     """Moves a step's bar on each per-second line: by rows for a loading step, by one second otherwise."""
 
@@ -260,6 +268,7 @@ class Runner:
             if v.get("amount") and step in shares:
                 amounts.setdefault(shares[step], int(v["amount"]))
         order = sorted(todo, key=lambda label: label != self.study.base)
+        log = CellLog(self.console, [1.0] * total)  # in a log, a line per count: they take minutes each
         with self._progress() as progress:
             task = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
             for label in order:
@@ -276,8 +285,9 @@ class Runner:
                             amounts.setdefault(key, int(done[key][0]["amount"]))
                     data, error = done[key]
                     self.store.write_instructions(run_id, target_ids[label], step, data, error)
-                    if error:
+                    if error and not log.active:
                         progress.console.print(f"[yellow]{label} {step}: instructions not counted: {error}[/yellow]")
+                    log.finished(f"{label} {step} instructions", 1.0, _counted(data, error), ok=not error)
                     progress.advance(task)
                 if not self.keep_data and label not in keep:
                     shutil.rmtree(self._pass_home(target), True)

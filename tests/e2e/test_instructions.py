@@ -5,6 +5,7 @@ builds it refuses, its output files): unit/test_instructions.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -176,7 +177,10 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
     measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
     study.write_text(study.read_text() + measure + extra)
-    dbsweep("run", study)
+    run = dbsweep("run", study)
+    # In a log (stderr is not a terminal here), a line per count as per cell.
+    assert re.search(r"\[\d+/\d+\] b point-query_range=100 instructions: [\d,]+ instructions per event", run.stderr)
+    assert re.search(r"\[\d+/\d+\] a load instructions: [\d,]+ instructions per row", run.stderr), run.stderr
     out = tmp / "r.json"
     dbsweep("report", study, "--format", "json", "--out", out)
     data = json.loads(out.read_text())
