@@ -48,6 +48,13 @@ def assign(placement: Placement, available: set[int] | None = None) -> Cpus:
     return Cpus(placement, frozenset(cpus[:-1]), last)
 
 
+def one_cpu_each(n: int, available: set[int] | None = None) -> list[frozenset[int]]:
+    """A CPU each for up to `n` things that run at once, the last CPU first (the one `same` takes); fewer when
+    this process may use fewer CPUs."""
+    cpus = sorted(available if available is not None else os.sched_getaffinity(0), reverse=True)
+    return [frozenset({c}) for c in cpus[: max(1, n)]]
+
+
 def pin_tree(pid: int, cpus: frozenset[int]) -> int:
     """Pins a process and its current descendants, every thread of each; backends forked later inherit the
     postmaster's mask, and threads started later their creator's.

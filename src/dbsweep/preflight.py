@@ -487,7 +487,9 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     # A probe and a short and a long run per pair, each with the suite's warm-up.
     warmup = (1 + 2 * m.instruction_pairs) * study.bench.instruction_warmup_seconds()
     per_step = starts + 1 + m.instruction_pairs * 4 * m.instruction_seconds + warmup + STEP_OVERHEAD_S
-    return costs.start_s + load_s + len(shared) * per_step
+    # Counts taken at once share the steps; each of them loads its own pristine copy.
+    jobs = len(placement.one_cpu_each(m.instruction_jobs))
+    return costs.start_s + load_s + len(shared) * per_step / jobs
 
 
 def _data_bytes(study: Study, engine: Engine, config: str) -> int:
@@ -530,6 +532,16 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
         )
     if study.measure.instructions and study.bench.instruction_steps() and shutil.which("valgrind") is None:
         out.append(("measure.instructions", "valgrind is not installed, so no instruction counts would be taken"))
+    jobs = study.measure.instruction_jobs
+    if study.measure.instructions and jobs > len(placement.one_cpu_each(jobs)):
+        cpus = len(placement.one_cpu_each(jobs))
+        out.append(
+            (
+                "measure.instruction_jobs",
+                f"{jobs} counts at once, but dbsweep may use only {cpus} CPU{'s' if cpus != 1 else ''}: "
+                f"it takes {cpus} at a time",
+            )
+        )
     for name in ("instructions", "profile"):
         if getattr(study.measure, name) and not study.bench.instruction_steps():
             out.append(

@@ -27,7 +27,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
 from dbsweep.installs import get_install
-from dbsweep.measure import Sampler, canary, instructions, integrity, profiling
+from dbsweep.measure import Sampler, canary, countpool, instructions, integrity, profiling
 from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
 from dbsweep.results.model import CellKey, CellResult
@@ -257,43 +257,56 @@ class Runner:
         keep: Collection[str] = (),
     ) -> None:
         """The valgrind pass: one client per step, on a freshly loaded copy of the tables, after every
-        timed cell (valgrind's CPU load must not overlap a measured step). Steps that share their work (a
-        .pre step and its plain form) are counted once per target."""
+        timed cell (valgrind's CPU load must not overlap a measured step), `measure.instruction_jobs` counts
+        at a time. Steps that share their work (a .pre step and its plain form) are counted once per target."""
         shares = self.suite.instruction_steps()
         total = sum(len(v) for v in todo.values())
-        # Every target counts the same events of a step: the first count of it (the base's, which goes first)
-        # finds how many, and the others take that amount from the store.
-        amounts: dict[tuple[str, int], int] = {}
+        # Every target counts the same events of a step: the base's count of it finds how many, and the
+        # others take that amount (from the store when an earlier run counted the base).
+        amounts: dict[countpool.Key, int] = {}
         for (_t, step), v in self.store.instruction_counts(run_id).items():
             if v.get("amount") and step in shares:
                 amounts.setdefault(shares[step], int(v["amount"]))
-        order = sorted(todo, key=lambda label: label != self.study.base)
+        tasks: list[countpool.Task] = []
+        for label in sorted(todo, key=lambda label: label != self.study.base):
+            by_key: dict[countpool.Key, list[str]] = {}
+            for step in todo[label]:
+                by_key.setdefault(shares[step], []).append(step)
+            base = label == self.study.base
+            tasks += [countpool.Task(label, key, tuple(steps), base) for key, steps in by_key.items()]
+        slots = [countpool.Slot(i, cpus) for i, cpus in enumerate(self._count_cpus(len(tasks)))]
         log = CellLog(self.console, [1.0] * total)  # in a log, a line per count: they take minutes each
         with self._progress() as progress:
-            task = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
-            for label in order:
-                steps = todo[label]
-                ready = prepared[label]
-                target = self.study.target(label)
-                done: dict[tuple[str, int], tuple[dict[str, Any], str | None]] = {}
-                for step in steps:
-                    key = shares[step]
-                    if key not in done:
-                        progress.update(task, description=f"instructions: {label} {step}")
-                        done[key] = self._count_one(ready, target, step, amounts.get(key))
-                        if done[key][0].get("amount"):
-                            amounts.setdefault(key, int(done[key][0]["amount"]))
-                    data, error = done[key]
-                    self.store.write_instructions(run_id, target_ids[label], step, data, error)
+            bar = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
+
+            def count(task: countpool.Task, slot: countpool.Slot, amount: int | None) -> countpool.Result:
+                progress.update(bar, description=f"instructions: {task.label} {task.steps[0]}")
+                target = self.study.target(task.label)
+                return self._count_one(prepared[task.label], target, task.steps[0], amount, slot)
+
+            def done(task: countpool.Task, data: dict[str, Any], error: str | None) -> None:
+                for step in task.steps:
+                    self.store.write_instructions(run_id, target_ids[task.label], step, data, error)
                     if error and not log.active:
-                        progress.console.print(f"[yellow]{label} {step}: instructions not counted: {error}[/yellow]")
-                    log.finished(f"{label} {step} instructions", 1.0, _counted(data, error), ok=not error)
-                    progress.advance(task)
-                if not self.keep_data and label not in keep:
-                    shutil.rmtree(self._pass_home(target), True)
+                        progress.console.print(
+                            f"[yellow]{task.label} {step}: instructions not counted: {error}[/yellow]"
+                        )
+                    log.finished(f"{task.label} {step} instructions", 1.0, _counted(data, error), ok=not error)
+                    progress.advance(bar)
+
+            countpool.run_all(tasks, slots, count, amounts, done)
+        for label in [] if self.keep_data else todo:
+            for slot in slots:
+                if slot.index or label not in keep:  # the profile pass starts from slot 0's pristine copy
+                    shutil.rmtree(self._pass_home(self.study.target(label), slot.index), True)
+
+    def _count_cpus(self, tasks: int) -> list[frozenset[int]]:
+        """A CPU for each count that runs at once: as many as measure.instruction_jobs asks, this process may
+        use, and there are counts to take."""
+        return placement.one_cpu_each(max(1, min(self.study.measure.instruction_jobs, tasks)))
 
     def _count_one(
-        self, ready: Prepared | str, target: Target, step: str, amount: int | None
+        self, ready: Prepared | str, target: Target, step: str, amount: int | None, slot: countpool.Slot
     ) -> tuple[dict[str, Any], str | None]:
         if isinstance(ready, str):
             return {}, ready
@@ -302,7 +315,7 @@ class Runner:
                 self.engine,
                 ready.install,
                 ready.config_text,
-                self._pass_home(target),
+                self._pass_home(target, slot.index),
                 step=step,
                 load=self._setup_commands(),
                 plan=self.suite.instruction_plan(step, self.study.measure.instruction_seconds, amount),
@@ -310,14 +323,17 @@ class Runner:
                 tool=self.study.measure.instruction_tool,
                 repeats=self.study.measure.instruction_pairs,
                 client=self.suite.client(),
+                cpus=slot.cpus,
             )
         except DbsweepError as e:
             return {}, str(e)
         return count.to_dict(), None
 
-    def _pass_home(self, target: Target) -> Path:
-        """Where the passes after the timed cells keep a target's pristine copy and their files."""
-        return self.study.workspace_dir / "data" / self.study.title / target.slug / "valgrind"
+    def _pass_home(self, target: Target, slot: int = 0) -> Path:
+        """Where the passes after the timed cells keep a target's pristine copy and their files; counts that run
+        at once (slot 1, 2, ...) each have a copy of their own."""
+        name = "valgrind" if slot == 0 else f"valgrind-{slot + 1}"
+        return self.study.workspace_dir / "data" / self.study.title / target.slug / name
 
     def _setup_commands(self) -> list[list[str]]:
         """The load client's commands of the suite's setup (the load), for the pristine copy."""

@@ -94,6 +94,9 @@ class Measure(_Strict):
     instruction_seconds: PositiveInt = 2
     # Pairs of a short and a long run per count: their spread shows how repeatable the step is.
     instruction_pairs: PositiveInt = 2
+    # Counts taken at once, each on a CPU of its own (at most the CPUs dbsweep may use): a count does not depend
+    # on what else the machine runs, so two CPUs take the pass in about half the time.
+    instruction_jobs: PositiveInt = 1
     # Sample the server with perf while one client runs each step, after the timed cells: flame graphs.
     profile: bool = False
     profile_seconds: PositiveInt = 10

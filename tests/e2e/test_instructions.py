@@ -5,6 +5,7 @@ builds it refuses, its output files): unit/test_instructions.py."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -24,10 +25,15 @@ from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 from ..conftest import (
     ROOT,
+    alive,
+    children_of,
+    cmdline,
     count_system_step,
     dbsweep,
     interruptible,
     processes_under,
+    start_run,
+    wait_for,
     wait_no_processes,
     write_study,
 )
@@ -162,6 +168,37 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
     assert wait_no_processes(tmp, timeout=5) == []
 
 
+def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
+    """Two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server, client and
+    valgrind, keeps the finished counts, and the next run takes only the rest."""
+    study = write_study(tmp, rows=10000, seconds=1, warmup=0, steps='["point-query", "read-only"]')
+    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
+    study.write_text(study.read_text() + measure)
+    proc = start_run(study)
+    try:
+
+        def counting() -> int:
+            return sum("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc)))
+
+        if len(os.sched_getaffinity(0)) >= 2:
+            wait_for(lambda: counting() >= 2, timeout=300)  # both slots busy
+        else:
+            wait_for(lambda: counting() >= 1, timeout=300)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out
+    assert wait_no_processes(tmp, timeout=10) == []
+    again = dbsweep("run", study)
+    assert "instruction count" in again.stderr and "0 to run" in again.stderr, again.stderr
+    data = json.loads(dbsweep("report", study, "--format", "json").stdout)
+    counted = {(x["target"], x["step"]) for x in data["instructions"] if x.get("per_event")}
+    assert {("a", "point-query_range=100"), ("b", "read-only_range=100"), ("b", "load")} <= counted
+
+
 def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
     run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;
@@ -175,7 +212,8 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     study = write_study(tmp, rows=10000, seconds=1, warmup=0, config_a="plain", config_b="logged")
     perf = profile.detect()
     extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
-    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
+    # Two counts at once, a CPU each: the verdict and the functions are the same as one at a time.
+    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
     study.write_text(study.read_text() + measure + extra)
     run = dbsweep("run", study)
     # In a log (stderr is not a terminal here), a line per count as per cell.

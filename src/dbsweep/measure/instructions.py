@@ -343,8 +343,10 @@ class _Pass:
         home: Path,
         plan: CountPlan,
         client: loadclient.Client = loadclient.run,
+        cpus: frozenset[int] = ONE_CPU,
     ) -> None:
         self.instance = instance
+        self.cpus = cpus
         self.client = client
         self.wrapper = wrapper
         self.home = home
@@ -381,7 +383,7 @@ class _Pass:
             # once per statement. On two CPUs whether it waits depends on timing, which the machine's load
             # changes: it moved a point query's count by 0.5 % between a busy hour and a quiet one.
             if self.instance.pid is not None:
-                placement.pin_tree(self.instance.pid, ONE_CPU)
+                placement.pin_tree(self.instance.pid, self.cpus)
             if not self.plan.from_empty:
                 try:
                     self.instance.prewarm(tables)
@@ -399,7 +401,7 @@ class _Pass:
                     command,
                     loadclient.connection_to(self.instance),
                     self.logs / f"run{self.runs}-{amount}.log",
-                    cpus=ONE_CPU,
+                    cpus=self.cpus,
                 )
                 s = out.result.flat()
                 if s.get("error_count"):
@@ -528,6 +530,7 @@ def instructions_per_op(
     tool: Tool = "cachegrind",
     say: Callable[[str], None] | None = None,
     client: loadclient.Client = loadclient.run,
+    cpus: frozenset[int] = ONE_CPU,
 ) -> InstructionCount:
     """Instructions per event and per query of the processes doing `step` for one client.
 
@@ -554,7 +557,7 @@ def instructions_per_op(
         tool = "callgrind"  # cachegrind cannot tell one thread's work from another's
     try:
         reused = pristine(instance, install, load, home, say, client)
-        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d, threads=threads), home, plan, client)
+        counting = _Pass(instance, lambda d: valgrind_wrapper(tool, d, threads=threads), home, plan, client, cpus)
         amount = plan.short
         pairs: list[Pair] = []
         for i in range(repeats):
