@@ -245,6 +245,15 @@ class Runner:
         have = self.store.instruction_counts(run_id)
         if self.rerun_failed:  # a count that failed is counted again, as a failed cell is run again
             have = {k: v for k, v in have.items() if not v.get("error")}
+        kind = self.engine.instance_type
+        stale, changed = instructions.stale_counts(have, instructions.held_by(kind)) if kind else (set(), [])
+        if stale:
+            self.console.print(
+                f"[yellow]{len(stale)} instruction counts were taken with other settings held still than "
+                f"{self.engine.title}'s count holds now ({'; '.join(changed)}): they are taken again.[/yellow]",
+                highlight=False,
+            )
+            have = {k: v for k, v in have.items() if k not in stale}
         todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
         return {t: sts for t, sts in todo.items() if sts}
 

@@ -153,6 +153,55 @@ def test_held_settings_are_the_quiet_configs_lines() -> None:
     assert instructions.held_settings("") == []
 
 
+def test_mariadb_counts_hold_its_start_up_certificate_still() -> None:
+    """11.4 and later make a TLS key at start-up; its random prime search moved 11.8's main thread by billions."""
+    kind = engine_named("mariadb").instance_type
+    assert kind is not None
+    assert "ssl = OFF" in instructions.held_by(kind)
+    assert kind.held_during_count[0] in instructions.held_by(kind)
+
+
+def _run(events: int, **by_role: int) -> instructions.Run:
+    return instructions.Run(
+        amount=events,
+        events=events,
+        queries=events,
+        instructions=sum(by_role.values()),
+        by_role={k.replace("_", " "): v for k, v in by_role.items()},
+        output_dir="",
+        wall_s=1.0,
+    )
+
+
+def test_a_pair_whose_long_run_counted_less_is_an_error_naming_the_role(tmp_path: Path) -> None:
+    """11.8.6's point query: the foreground grew with the events, the main thread fell by 2.7 billion."""
+    fine = instructions.Pair(
+        _run(4923, foreground=955_449_010, main_thread=803_300_000),
+        _run(14769, foreground=1_374_560_290, main_thread=803_200_000),
+    )
+    instructions.check_pairs("point-query_range=100", [fine], tmp_path)
+    broken = instructions.Pair(
+        _run(4923, foreground=955_449_010, main_thread=33_141_214_503),
+        _run(14769, foreground=1_374_560_290, main_thread=30_411_016_941),
+    )
+    with pytest.raises(StepError, match=r"pair 2 of point-query.*main thread's work changed by -2,730,197,562"):
+        instructions.check_pairs("point-query_range=100", [fine, broken], tmp_path)
+
+
+def test_counts_taken_with_other_settings_held_are_stale() -> None:
+    now = ["innodb_fast_shutdown = 0", "ssl = OFF"]
+    have = {
+        ("a", "s1"): {"held": ["innodb_fast_shutdown = 0"], "per_event": 1.0},
+        ("a", "s2"): {"held": now, "per_event": 1.0},
+        ("b", "s1"): {"error": "valgrind failed"},  # a failed count is retried by --rerun-failed, not here
+        ("b", "s2"): {"per_event": 1.0},  # stored before counts recorded what they held: not judged
+    }
+    stale, changed = instructions.stale_counts(have, now)
+    assert stale == {("a", "s1")}
+    assert changed == ["ssl = OFF"]
+    assert instructions.stale_counts(have, ["innodb_fast_shutdown = 0"]) == ({("a", "s2")}, ["ssl = OFF"])
+
+
 def test_a_threaded_servers_files_are_read_per_thread(tmp_path: Path) -> None:
     """callgrind's separate threads write `<file>.<pid>-<thread>`: the pid and thread are read from the name, and a
     thread that ran the engine's connection handler (as run, or as called) is told from one that did not."""

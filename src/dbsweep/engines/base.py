@@ -225,6 +225,9 @@ class Engine(ABC):
     # What a study may write as a target's `source`, for error messages.
     source_forms: ClassVar[str]
     costs: ClassVar[Costs] = Costs()
+    # The class of its instances: what an instruction count holds still (`quiet_config`, `held_during_count`) is
+    # read from it without starting one, so a count taken under other held settings is known to be stale.
+    instance_type: ClassVar[type[Instance] | None] = None
 
     # ---- sources, builds and installs ------------------------------------------------------------------
 

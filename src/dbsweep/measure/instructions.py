@@ -580,6 +580,7 @@ def instructions_per_op(
         instance.wrapper = None
         instance.stop()
     assert amount is not None
+    check_pairs(step, pairs, home / "valgrind")
     per_event = [p.per_event for p in pairs]
     mid = statistics.median(per_event)
     count = InstructionCount(
@@ -611,7 +612,7 @@ def instructions_per_op(
         functions=function_rows(mid_pair),
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
-        held=[*held_settings(instance.quiet_config), *instance.held_during_count],
+        held=held_by(type(instance)),
     )
 
 
@@ -631,6 +632,44 @@ def held_settings(quiet_config: str) -> list[str]:
     """The settings lines of an engine's quiet config, without comments: `name = value`."""
     lines = (line.split("#", 1)[0].strip() for line in quiet_config.splitlines())
     return [" ".join(line.split()) for line in lines if line]
+
+
+def held_by(instance_type: type[Instance]) -> list[str]:
+    """What a count of this kind of instance holds still, as its `held` records it."""
+    return [*held_settings(instance_type.quiet_config), *instance_type.held_during_count]
+
+
+def stale_counts(
+    have: dict[tuple[str, str], dict[str, Any]], held: list[str]
+) -> tuple[set[tuple[str, str]], list[str]]:
+    """The stored counts taken while the engine's count held other settings still than `held` (a setting added
+    once timing was found to move a count): their figures are not comparable with a new count's. Also the
+    settings that differ, for the message."""
+    stale: set[tuple[str, str]] = set()
+    changed: set[str] = set()
+    for key, v in have.items():
+        if v.get("error") or "held" not in v or v["held"] == held:
+            continue
+        stale.add(key)
+        changed |= set(held).symmetric_difference(v["held"])
+    return stale, sorted(changed)
+
+
+def check_pairs(step: str, pairs: list[Pair], output_dir: Path) -> None:
+    """Raises StepError when a pair counted no more instructions in its long run than in its short one: work
+    that is not the step's varied between the runs by more than the step's own, and its figure would be noise.
+    The message names the role of the process (or thread) whose work fell most."""
+    for i, pair in enumerate(pairs, 1):
+        if pair.per_event > 0:
+            continue
+        roles = pair.per_event_by_role()
+        role = min(roles, key=lambda r: roles[r]) if roles else "every process"
+        moved = (pair.long.by_role.get(role, 0) - pair.short.by_role.get(role, 0)) if roles else 0
+        raise StepError(
+            f"pair {i} of {step} counted {pair.long.instructions:,} instructions in its long run and "
+            f"{pair.short.instructions:,} in its short one: the {role}'s work changed by {moved:+,} between "
+            f"the runs, more than the step's own; see valgrind's files in {output_dir}."
+        )
 
 
 def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]]:

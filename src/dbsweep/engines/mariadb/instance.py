@@ -700,6 +700,8 @@ class Server(Instance):
     # * innodb_adaptive_flushing off, innodb_max_dirty_pages_pct_lwm = 0: the page cleaner writes pages back
     #   only past innodb_max_dirty_pages_pct, never by the clock, so a page is written once, at shutdown.
     # * innodb_use_native_aio off: valgrind runs neither io_uring nor native AIO (`wrapped_settings`).
+    # * ssl off: from 11.4 a server without a certificate makes one at start-up, and the RSA key's random prime
+    #   search moved the main thread's count by up to 15 billion instructions between two starts of 11.8.6.
     # MyRocks's compactions are not held (their options are the column families'); `settle` leaves none pending.
     # Timer-driven background threads (InnoDB's 1 s tasks, the page cleaner's wake-ups) run in the one process
     # the count covers: their share grows with a run's length, which the pairs' spread shows.
@@ -712,6 +714,7 @@ innodb_buffer_pool_dump_at_shutdown = OFF
 innodb_fast_shutdown = 0
 innodb_adaptive_flushing = OFF
 innodb_max_dirty_pages_pct_lwm = 0
+ssl = OFF
 """
 
     def settle(self) -> None:
