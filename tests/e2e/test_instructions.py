@@ -156,8 +156,10 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
         for line in proc.stdout:
             if "pair 1 of 1" in line:  # the timed short run (20 s) starts
                 break
-        time.sleep(2)  # in the middle of the short run: the client, the backend and valgrind all busy
-        assert any("valgrind" in " ".join(p.info["cmdline"] or []) for p in processes_under(tmp))
+        # In the middle of the short run: the client, the backend and valgrind all busy (valgrind's start takes
+        # longer on a loaded machine, hence a wait rather than a fixed pause).
+        wait_for(lambda: any("valgrind" in " ".join(p.info["cmdline"] or []) for p in processes_under(tmp)), 60)
+        time.sleep(2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=180)
     finally:
