@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbsweep.report import fmt
 from dbsweep.verdicts import stats
 from dbsweep.verdicts.instructions import calibrated_aa, judge, run_verdicts
 
@@ -36,6 +37,20 @@ def test_busy_background_is_judged_on_every_process() -> None:
     assert j.basis == "all processes" and j.ratio == pytest.approx(1.01)
     assert j.floor == pytest.approx(0.009) and j.floor_source == "pairs" and j.verdict == "slower"
     assert judge(count(100_000, 90_000, spread=0.004), count(101_000, 90_100)).verdict == "same"  # 1 % < 1.2 %
+
+
+def test_a_busy_background_s_verdict_shows_the_foreground_s_when_it_differs() -> None:
+    # 11.8.6's update-one against 10.5.23: every process 18 % cheaper (10.5's purge at shutdown), the thread
+    # serving the client 10.7 % dearer.
+    j = judge(count(100_200, 70_786, spread=0.002), count(82_037, 78_342, spread=0.001))
+    assert j.basis == "all processes" and j.verdict == "faster"
+    assert j.foreground is not None and j.foreground.verdict == "slower"
+    assert j.foreground.ratio == pytest.approx(78_342 / 70_786)
+    assert fmt.instr_verdict(j) == "faster -18.13% (fg slower +10.67%)"
+    agree = judge(count(100_000, 90_000), count(80_000, 72_000))
+    assert agree.foreground is not None and fmt.instr_verdict(agree) == "faster -20.00%"
+    quiet = judge(count(100_000, 99_900), count(103_000, 102_900))
+    assert quiet.basis == "foreground" and quiet.foreground is None
 
 
 def test_a_calibrated_a_a_difference_raises_the_floor() -> None:

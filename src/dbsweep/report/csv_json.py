@@ -80,6 +80,8 @@ INSTR_COLUMNS = [
     "instr_floor",
     "instr_floor_source",
     "instr_basis",
+    "instr_fg_ratio",
+    "instr_fg_verdict",
     "instr_foreground_share",
     "instr_error",
 ]
@@ -181,6 +183,8 @@ def _instr(data: ReportData, row: Row, target: str) -> dict[str, Any]:
         "instr_floor": j.floor if j and j.verdict else None,
         "instr_floor_source": j.floor_source if j and j.verdict else None,
         "instr_basis": j.basis if j and j.verdict else None,
+        "instr_fg_ratio": j.foreground.ratio if j and j.foreground else None,
+        "instr_fg_verdict": j.foreground.verdict if j and j.foreground else None,
         "instr_foreground_share": count.get("foreground_share"),
         "instr_error": count.get("error"),
     }
@@ -210,6 +214,8 @@ def instructions(data: ReportData) -> list[dict[str, Any]]:
                     "floor": j.floor if j else None,
                     "floor_source": j.floor_source if j else None,
                     "basis": j.basis if j else None,
+                    "fg_ratio": j.foreground.ratio if j and j.foreground else None,
+                    "fg_verdict": j.foreground.verdict if j and j.foreground else None,
                     "foreground_per_event": c.get("foreground_per_event"),
                     "user_share": ir.user_share.get(t),
                     "qps_bound": ir.throughput_bound(t),

@@ -249,7 +249,7 @@ def _instr_table(data: ReportData) -> Table:
                     if c.get("error")
                     else Td(fmt.cost(v), sort=v),
                     Td(fmt.signed_pct(j.ratio) if j else "", sort=j.ratio if j else None),
-                    Td(j.verdict or "-", _VERDICT_CLS.get(j.verdict or "", "")) if j else Td(""),
+                    Td((j.verdict or "-") + fmt.fg_differs(j), _VERDICT_CLS.get(j.verdict or "", "")) if j else Td(""),
                     Td(fmt.floor(j) if j else "", sort=j.floor if j else None),
                     Td(fmt.pct(c.get("foreground_share")), sort=c.get("foreground_share")),
                     Td(fmt.pct(ir.user_share.get(t)) if j else "", sort=ir.user_share.get(t)),
