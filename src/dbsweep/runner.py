@@ -245,8 +245,7 @@ class Runner:
         have = self.store.instruction_counts(run_id)
         if self.rerun_failed:  # a count that failed is counted again, as a failed cell is run again
             have = {k: v for k, v in have.items() if not v.get("error")}
-        kind = self.engine.instance_type
-        stale, changed = instructions.stale_counts(have, instructions.held_by(kind)) if kind else (set(), [])
+        stale, changed = instructions.stale_counts(have, instructions.held_by(self.engine.instance_type))
         if stale:
             self.console.print(
                 f"[yellow]{len(stale)} instruction counts were taken with other settings held still than "
@@ -312,7 +311,7 @@ class Runner:
     def _count_cpus(self, tasks: int) -> list[frozenset[int]]:
         """A CPU for each count that runs at once: as many as measure.instruction_jobs asks, this process may
         use, and there are counts to take."""
-        return placement.one_cpu_each(max(1, min(self.study.measure.instruction_jobs, tasks)))
+        return placement.one_cpu_each(min(self.study.measure.instruction_jobs, tasks))
 
     def _count_one(
         self, ready: Prepared | str, target: Target, step: str, amount: int | None, slot: countpool.Slot

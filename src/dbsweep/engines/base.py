@@ -227,7 +227,7 @@ class Engine(ABC):
     costs: ClassVar[Costs] = Costs()
     # The class of its instances: what an instruction count holds still (`quiet_config`, `held_during_count`) is
     # read from it without starting one, so a count taken under other held settings is known to be stale.
-    instance_type: ClassVar[type[Instance] | None] = None
+    instance_type: ClassVar[type[Instance]]
 
     # ---- sources, builds and installs ------------------------------------------------------------------
 

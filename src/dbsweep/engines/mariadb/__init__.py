@@ -36,7 +36,7 @@ class Mariadb(base.Engine):
     # 92 s in all (10.5.23, set32, 100k rows); a cold def build on both cores, nothing beside it, took 1,371 s
     # (10.5.23), 1,512 s (10.11.18) and 1,592 s (11.8.6); 11.8.6 at o3_native_lto took 3,015 s.
     costs: ClassVar[base.Costs] = base.Costs(start_s=3.0, valgrind_starts_s=55.0, build_s=1600.0, lto_build_s=3000.0)
-    instance_type: ClassVar[type[base.Instance] | None] = Server
+    instance_type: ClassVar[type[base.Instance]] = Server
     source_forms: ClassVar[str] = (
         "use 'system' or 'system:10.11' (Debian's prebuilt MariaDB), a version such as '10.11.19' or "
         "'debian:10.11.19' (Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"

@@ -49,7 +49,7 @@ class Postgres(base.Engine):
     name: ClassVar[str] = "postgres"
     title: ClassVar[str] = "Postgres"
     kind: ClassVar[base.Kind] = "server"
-    instance_type: ClassVar[type[base.Instance] | None] = Server
+    instance_type: ClassVar[type[base.Instance]] = Server
     source_forms: ClassVar[str] = (
         "use 'system' or 'system:15' (Debian's prebuilt Postgres), a version such as '15.18' or 'debian:15.18' "
         "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"

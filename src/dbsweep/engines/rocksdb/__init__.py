@@ -27,7 +27,7 @@ class Rocksdb(base.Engine):
     kind: ClassVar[base.Kind] = "tool"
     # Nothing to start. Cold builds of db_bench on 2 cores: 6.11.4 in 591 s, 10.4.2 (about 355 objects) in 826 s.
     costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=20.0, build_s=800.0, lto_build_s=1200.0)
-    instance_type: ClassVar[type[base.Instance] | None] = Store
+    instance_type: ClassVar[type[base.Instance]] = Store
     source_forms: ClassVar[str] = (
         "use 'system' (Debian's db_bench from rocksdb-tools), a version such as '9.11.2' or 'debian:9.11.2' "
         "(Debian's source package), 'crate:librocksdb-sys@6.11.4' (the tree a Rust binding's crate bundles), "

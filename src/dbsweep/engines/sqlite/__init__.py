@@ -28,7 +28,7 @@ class Sqlite(base.Engine):
     kind: ClassVar[base.Kind] = "embedded"
     # Nothing to start; valgrind starts the client five times a step; the amalgamation compiles in 60-90 s.
     costs: ClassVar[base.Costs] = base.Costs(start_s=0.1, valgrind_starts_s=8.0, build_s=90.0, lto_build_s=150.0)
-    instance_type: ClassVar[type[base.Instance] | None] = Database
+    instance_type: ClassVar[type[base.Instance]] = Database
     source_forms: ClassVar[str] = (
         "use 'system' (Debian's packaged libsqlite3), a version such as '3.46.1' or 'debian:3.46.1' "
         "(Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
