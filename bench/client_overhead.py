@@ -11,11 +11,15 @@ Client CPU is the client process's own user+system time (from wait4), divided by
 On Postgres it also runs bench/floor_client.c (compiled here against libpq): the cheapest closed-loop
 client, which sends pre-built requests and only finds each reply's end. Its CPU per query is the floor
 that the kernel's loopback send/receive and wake-ups put under any client of this machine.
+On MariaDB it also runs bench/mysql_crate_client (built here with cargo): point-query and update-nonindex
+through the `mysql` crate's prepared statements, the well-kept crate dbsweep-load's own MySQL driver was
+weighed against ("CPU vs load" is a tool's client CPU per query over dbsweep-load's).
 Prints medians over the rounds, with paired 95 % intervals (rounds as pairs) for the ratios to
 sysbench and to the floor; no assertions (this is a measurement, not a test).
 
     .venv/bin/python bench/client_overhead.py --rounds 3 --seconds 20
     .venv/bin/python bench/client_overhead.py --engine mariadb --rounds 3 --seconds 20
+    .venv/bin/python bench/client_overhead.py --engine mariadb --instructions --seconds 16 --clients 1
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +64,14 @@ class Usage:
     sys: float
     vcsw: int
     ivcsw: int
+    instructions: int | None = None
+    """The client's user-space instructions, when it ran under cachegrind (--instructions)."""
 
 
 @dataclass
 class Sample:
+    queries: int
+    instructions: int | None
     qps: float
     cpu_us_per_query: float
     max_rss_mb: float
@@ -72,14 +81,29 @@ class Sample:
     """Voluntary plus involuntary context switches of the client, per query."""
 
 
+# (workload, clients, seconds) -> each tool's name and its run
+Tools = Callable[[str, int, int], list[tuple[str, Callable[[], Sample]]]]
+
+
 def _sample(qps: float, queries: int, usage: Usage, rss: float) -> Sample:
     cpu = usage.user + usage.sys
-    return Sample(qps, cpu * 1e6 / queries, rss, usage.sys / cpu if cpu else 0.0, (usage.vcsw + usage.ivcsw) / queries)
+    return Sample(
+        queries,
+        usage.instructions,
+        qps,
+        cpu * 1e6 / queries,
+        rss,
+        usage.sys / cpu if cpu else 0.0,
+        (usage.vcsw + usage.ivcsw) / queries,
+    )
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, Usage, float]:
     """Runs a client to completion; returns its output, its usage (from wait4) and peak RSS in MB
-    (sampled: wait4's maxrss would report the size of the Python that forked it)."""
+    (sampled: wait4's maxrss would report the size of the Python that forked it). Under --instructions the
+    client runs under cachegrind, and the usage carries the instructions it counted."""
+    if COUNT:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *cmd]
     with tempfile.TemporaryFile(mode="w+") as out_file:
         proc = subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.STDOUT, env=env, text=True)
         ps = psutil.Process(proc.pid)
@@ -96,10 +120,16 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[str, Usage, float]:
         out = out_file.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n{out[-2000:]}")
-    return out, Usage(ru.ru_utime, ru.ru_stime, ru.ru_nvcsw, ru.ru_nivcsw), peak / 2**20
+    usage = Usage(ru.ru_utime, ru.ru_stime, ru.ru_nvcsw, ru.ru_nivcsw)
+    if COUNT:
+        m = re.search(r"I\s+refs:\s+([\d,]+)", out)
+        assert m, out[-2000:]
+        usage.instructions = int(m.group(1).replace(",", ""))
+    return out, usage, peak / 2**20
 
 
 TRANSPORT = "tcp"
+COUNT = False  # --instructions: every client runs under cachegrind
 # The config each engine's server runs with.
 CONFIGS = {"postgres": "cx10a_c2r24", "mariadb": "cz12a_c2r24"}
 
@@ -255,6 +285,27 @@ def floor(binary: Path, ep: Endpoint, workload: str, clients: int, secs: int) ->
     return _sample(int(m.group(1)) / float(m.group(2)), int(m.group(1)), usage, rss)
 
 
+CRATE_CLIENT = Path(__file__).with_name("mysql_crate_client")
+CRATE_WORKLOADS = {"point-query", "update-nonindex"}
+
+
+def build_crate_client() -> Path:
+    """Builds the mysql-crate client (release, locked to its Cargo.lock)."""
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo/bin/cargo")
+    manifest = CRATE_CLIENT / "Cargo.toml"
+    subprocess.run([cargo, "build", "--release", "--locked", "--quiet", "--manifest-path", str(manifest)], check=True)
+    return CRATE_CLIENT / "target/release/mysql-crate-client"
+
+
+def crate_client(binary: Path, ep: Endpoint, workload: str, clients: int, secs: int) -> Sample:
+    env = {**os.environ, "DBSWEEP_PASSWORD": ep.password}
+    cmd = [str(binary), workload, str(clients), str(secs), str(ROWS), ep.host, str(ep.port), ep.user, ep.dbname]
+    out, usage, rss = _run(cmd, env)
+    m = re.search(r"queries (\d+) seconds ([\d.]+)", out)
+    assert m, out
+    return _sample(int(m.group(1)) / float(m.group(2)), int(m.group(1)), usage, rss)
+
+
 def _vs(samples: list[Sample], ref: list[Sample], value: str) -> str:
     """The median ratio of `value` to the reference tool's, with its paired 95 % interval."""
     ours = [float(getattr(s, value)) for s in samples]
@@ -266,16 +317,47 @@ def _vs(samples: list[Sample], ref: list[Sample], value: str) -> str:
     return f"{ci.ratio:.2f} ({ci.low:.2f}-{ci.high:.2f})"
 
 
+def count_instructions(args: argparse.Namespace, tools: Tools) -> None:
+    """Each client's user-space instructions per query, under cachegrind: a short and a long run of each,
+    and the difference of their counts over the difference of their queries, so start-up and connection
+    set-up drop out. Deterministic where QPS is not; the kernel's share of a client's cost is not in it."""
+    short = max(1, args.seconds // 4)
+    print(f"instructions per query (cachegrind, user space): runs of {short} s and {args.seconds} s, differenced")
+    print(f"{'workload':20} {'c':>1} {'tool':12} {'queries':>15} {'instr/query':>11} {'vs load':>7}")
+    for wname in args.workloads:
+        for clients in args.clients:
+            per_query: dict[str, float] = {}
+            for (tool, run_short), (_, run_long) in zip(
+                tools(wname, clients, short), tools(wname, clients, args.seconds), strict=True
+            ):
+                a, b = run_short(), run_long()
+                assert a.instructions is not None and b.instructions is not None
+                per_query[tool] = (b.instructions - a.instructions) / (b.queries - a.queries)
+                ratio = per_query[tool] / per_query["dbsweep-load"]
+                print(
+                    f"{wname:20} {clients:1} {tool:12} {a.queries:>7}/{b.queries:<7} {per_query[tool]:11,.0f} "
+                    f"{ratio:7.2f}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=list(WORKLOADS))
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp", help="how all clients connect")
     ap.add_argument("--engine", choices=sorted(CONFIGS), default="postgres", help="the server, from Debian's packages")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each client's user-space instructions per query under cachegrind instead of timing rounds",
+    )
     args = ap.parse_args()
-    global TRANSPORT
+    global TRANSPORT, COUNT
     TRANSPORT = args.transport
+    COUNT = args.instructions
     postgres = args.engine == "postgres"
     for tool in ("sysbench", "pgbench") if postgres else ("sysbench",):
         if shutil.which(tool) is None:
@@ -292,6 +374,7 @@ def main() -> None:
     script.write_text(f"\\set id random(1, {ROWS})\nSELECT c FROM sbtest1 WHERE id=:id;\n")
     script.chmod(0o644)
     floor_binary = build_floor(home) if postgres else None
+    crate_binary = None if postgres else build_crate_client()
     results: dict[tuple[str, str, int], list[Sample]] = {}
     try:
         with procs.cleanup_on_exit():
@@ -299,19 +382,30 @@ def main() -> None:
             server.start()
             ep = endpoint(engine.name, server)
             loadclient.run(["sysbench", "prepare", "--rows", str(ROWS)], ep.access, home / "prepare.log")
+
+            def tools(wname: str, clients: int, secs: int) -> list[tuple[str, Callable[[], Sample]]]:
+                wl, extra, sb_test, sb_extra, floor_wl = WORKLOADS[wname]
+                runs: list[tuple[str, Callable[[], Sample]]] = [
+                    ("dbsweep-load", functools.partial(dbsweep_load, ep, wl, extra, clients, secs)),
+                    ("sysbench", functools.partial(sysbench, ep, sb_test, sb_extra, clients, secs)),
+                ]
+                if floor_binary is not None:
+                    runs.append(("floor", functools.partial(floor, floor_binary, ep, floor_wl, clients, secs)))
+                if crate_binary is not None and wname in CRATE_WORKLOADS:
+                    runs.append(
+                        ("mysql crate", functools.partial(crate_client, crate_binary, ep, wname, clients, secs))
+                    )
+                if postgres and wname == "point-query":
+                    runs.append(("pgbench", functools.partial(pgbench, ep, clients, secs, script)))
+                return runs
+
+            if COUNT:
+                count_instructions(args, tools)
+                return
             for rnd in range(args.rounds):
-                for wname, (wl, extra, sb_test, sb_extra, floor_wl) in WORKLOADS.items():
+                for wname in args.workloads:
                     for clients in args.clients:
-                        runs = [
-                            ("dbsweep-load", functools.partial(dbsweep_load, ep, wl, extra, clients, args.seconds)),
-                            ("sysbench", functools.partial(sysbench, ep, sb_test, sb_extra, clients, args.seconds)),
-                        ]
-                        if floor_binary is not None:
-                            runs.append(
-                                ("floor", functools.partial(floor, floor_binary, ep, floor_wl, clients, args.seconds))
-                            )
-                        if postgres and wname == "point-query":
-                            runs.append(("pgbench", functools.partial(pgbench, ep, clients, args.seconds, script)))
+                        runs = tools(wname, clients, args.seconds)
                         if rnd % 2:
                             runs.reverse()
                         for tool, fn in runs:
@@ -333,7 +427,7 @@ def main() -> None:
     )
     print(
         f"{'workload':20} {'c':>1} {'tool':12} {'QPS':>7} {'CPU us/q':>8} {'sys':>4} {'cs/q':>4} {'RSS MB':>6} "
-        f"{'QPS vs sysbench':>17} {'CPU vs sysbench':>17} {'CPU vs floor':>17}"
+        f"{'QPS vs sysbench':>17} {'CPU vs sysbench':>17} {'CPU vs floor':>17} {'CPU vs load':>17}"
     )
     for (wname, tool, clients), samples in sorted(results.items()):
         qps = statistics.median(s.qps for s in samples)
@@ -343,10 +437,12 @@ def main() -> None:
         rss = max(s.max_rss_mb for s in samples)
         sb = results[(wname, "sysbench", clients)]
         fl = results.get((wname, "floor", clients))
+        ld = results[(wname, "dbsweep-load", clients)]
         print(
             f"{wname:20} {clients:1} {tool:12} {qps:7.0f} {cpu:8.2f} {sys_share:4.0%} {cs:4.2f} {rss:6.1f} "
             f"{_vs(samples, sb, 'qps'):>17} {_vs(samples, sb, 'cpu_us_per_query'):>17} "
-            f"{_vs(samples, fl, 'cpu_us_per_query') if fl else '-':>17}"
+            f"{_vs(samples, fl, 'cpu_us_per_query') if fl else '-':>17} "
+            f"{_vs(samples, ld, 'cpu_us_per_query') if tool != 'dbsweep-load' else '-':>17}"
         )
 
 
