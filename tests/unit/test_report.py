@@ -182,3 +182,49 @@ def test_a_step_is_named_as_the_suite_labels_it_in_every_table(hand: tuple[data.
     terminal.render(d, Console(file=buf, width=220))
     assert "point-query.t1" in buf.getvalue()
     assert "point-query.t1" in markdown.render(d)
+
+
+def _count(per_event: float) -> dict[str, object]:
+    return {
+        "per_event": per_event,
+        "per_query": per_event,
+        "spread": 0.0,
+        "foreground_per_event": per_event,
+        "foreground_spread": 0.0,
+        "foreground_share": 1.0,
+        "error": None,
+    }
+
+
+def test_group_summaries_carry_the_instruction_ratios(hand: tuple[data.ReportData, Store], tmp_path: Path) -> None:
+    _, store = hand
+    ids = store.target_ids(1)
+    # b's instructions/o relative to a's: the point group has three counted steps (the .pre step is left out as
+    # in rQPS), the write group one, the range group none.
+    ratios = {
+        "point-query_range=100": 0.90,
+        "random-points_range=10": 1.001,
+        "hot-points_range=100": 1.10,
+        "point-query.pre_range=100": 0.50,
+        "update-index_range=100": 0.80,
+    }
+    for step, ratio in ratios.items():
+        store.write_instructions(1, ids["a"], step, _count(100_000.0))
+        store.write_instructions(1, ids["b"], step, _count(100_000.0 * ratio))
+    d = data.gather(load_study(tmp_path / "hand.toml"), store, 1)
+    g = {x.group: x for x in d.groups}
+    point = g["point"].instr_summary
+    assert point is not None and point.n == 3
+    assert [point.min, point.max, point.median] == pytest.approx([0.90, 1.10, 1.001])
+    assert g["point"].instr_verdicts == {"faster": 1, "same": 1, "slower": 1}
+    write = g["write"].instr_summary
+    assert write is not None and write.n == 1 and write.mean == pytest.approx(0.80)
+    assert g["range-noagg"].instr_summary is None
+    doc = {x["group"]: x for x in csv_json.to_json_obj(d)["groups"]}
+    assert doc["point"]["instr_median"] == pytest.approx(1.001) and "instr_median" not in doc["range-noagg"]
+    md = markdown.render(d)
+    assert re.search(r"^point\s+3\s+0\.900\s+1\.100\s+1\.000\s+1\.001\s+1/1/1/0$", md, re.M)
+    assert re.search(r"^write\s+1\s+0\.800\s+0\.800\s+0\.800\s+0\.800\s+1/0/0/0$", md, re.M)
+    buf = io.StringIO()
+    terminal.render(d, Console(file=buf, width=240))
+    assert "(median 1.001)" in buf.getvalue()

@@ -27,6 +27,7 @@ from dbsweep.report.data import (
     config_change,
 )
 from dbsweep.suites.registry import operations, summary_columns
+from dbsweep.verdicts import stats
 
 # Suites' own figures, medians over the repetitions, and the worst response time of each operation kind: the
 # columns of every suite, so a file has the same columns whatever its suite (empty where it has none).
@@ -274,6 +275,13 @@ def to_csv(data: ReportData) -> str:
     return buf.getvalue()
 
 
+def _instr_summary(s: stats.GroupSummary | None) -> dict[str, Any]:
+    """instructions/o relative to the base over a group's steps (instr_n ... instr_median), where counted."""
+    if s is None:
+        return {}
+    return {"instr_n": s.n, "instr_min": s.min, "instr_max": s.max, "instr_mean": s.mean, "instr_median": s.median}
+
+
 def groups(data: ReportData) -> list[dict[str, Any]]:
     return [
         {
@@ -290,6 +298,7 @@ def groups(data: ReportData) -> list[dict[str, Any]]:
             "geomean": _clean(g.geomean),
             **{str(v): n for v, n in g.verdicts.items()},
             **{f"instr_{v}": n for v, n in g.instr_verdicts.items()},
+            **_instr_summary(g.instr_summary),
         }
         for g in data.groups
     ]

@@ -190,8 +190,14 @@ class GroupStats:
     geomean: float
     verdicts: dict[stats.Verdict, int]
     title: str
-    # The same steps' verdicts on instructions per operation, where they were counted.
+    # The same steps' verdicts on instructions per operation, where they were counted, and their ratios to the
+    # base's count (target / base: below 1 is less work), which `instr_summary` summarises as rQPS is.
     instr_verdicts: dict[stats.Verdict, int] = field(default_factory=dict)
+    instr_ratios: list[float] = field(default_factory=list)
+
+    @property
+    def instr_summary(self) -> stats.GroupSummary | None:
+        return stats.summarise(self.instr_ratios) if self.instr_ratios else None
 
 
 @dataclass

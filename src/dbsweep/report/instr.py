@@ -13,7 +13,7 @@ operation by about d x the user-space share (at the same instructions per cycle)
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from dbsweep.verdicts import calibrate
 from dbsweep.verdicts.instructions import InstrVerdict, calibrated_aa, run_verdicts
 
 if TYPE_CHECKING:
-    from dbsweep.report.data import ReportData
+    from dbsweep.report.data import GroupStats, ReportData, Row
     from dbsweep.results.store import Store
     from dbsweep.study import Study
 
@@ -93,6 +93,15 @@ def why(base: Mapping[str, Any], target: Mapping[str, Any], top: int = WHY_KEPT)
     return functions.diff(functions.from_rows(b), functions.from_rows(t), top=top)
 
 
+def group_verdicts(rows: Iterable[Row], g: GroupStats) -> list[InstrVerdict]:
+    """The instruction verdicts of a group summary's steps: the rows its rQPS summary counts, where counted."""
+    return [
+        row.instr[g.target]
+        for row in rows
+        if row.in_summaries and row.group == g.group and row.clients == g.clients and g.target in row.instr
+    ]
+
+
 def attach(data: ReportData, study: Study, store: Store) -> None:
     """Fills `data.instr_rows`, each report row's instruction verdict (its 1-client row), the group summaries'
     instruction verdict counts, and a note saying what instruction counts measure."""
@@ -122,12 +131,10 @@ def attach(data: ReportData, study: Study, store: Store) -> None:
         if found is not None and row.clients == fewest[row.step]:
             row.instr = dict(found.judged)
     for g in data.groups:
-        got = [
-            row.instr[g.target].verdict
-            for row in data.rows
-            if row.in_summaries and row.group == g.group and row.clients == g.clients and g.target in row.instr
-        ]
-        g.instr_verdicts.update({v: got.count(v) for v in set(got) if v is not None})
+        got = group_verdicts(data.rows, g)
+        verdicts = [j.verdict for j in got]
+        g.instr_verdicts.update({v: verdicts.count(v) for v in set(verdicts) if v is not None})
+        g.instr_ratios.extend(j.ratio for j in got if j.ratio is not None)
     data.notes.append(
         "instructions/o counts every process of the server (of the client, for an engine without one) under "
         "valgrind (one client; each run from the same "

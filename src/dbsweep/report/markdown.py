@@ -243,11 +243,34 @@ def _instr(data: ReportData) -> list[str]:
     head = ["step", "target", "instr/event", "verdict", "floor", "foreground", "user", "QPS at most"]
     out = ["## Instructions per operation (valgrind): user-space work, not time", ""]
     out += [*_fence(_table(head, lines, labels=2)), ""]
+    if grouped := _instr_groups(data):
+        out += ["Per target, a row per group: instructions/o relative to the base (below 1: less work).", ""]
+        out += [*_fence(grouped), ""]
     for ir in data.instr_rows:
         for t, j in ir.judged.items():
             if j.verdict in ("faster", "slower") and ir.why.get(t):
                 out += [f"Why, {ir.step}, `{t}` against `{data.base}` (instructions per event):", ""]
                 out += [f"- `{fmt.function_change(c)}`" for c in ir.why[t][: instr.WHY_TOP]] + [""]
+    return out
+
+
+def _instr_groups(data: ReportData) -> list[str]:
+    """The group summaries of instructions/o, laid out as `_per_target`'s of rQPS, with the verdicts counted."""
+    out: list[str] = []
+    for t in data.others:
+        for clients in dict.fromkeys(g.clients for g in data.groups if g.target == t):
+            mine = [(g, s) for g in data.groups if g.target == t and g.clients == clients and (s := g.instr_summary)]
+            if not mine:
+                continue
+            head = f"{t}, {clients} client{'s' if clients != 1 else ''}"
+            w = max(len(head), *(len(g.group) for g, _ in mine))
+            cols = ("n", "min", "max", "avg", "median")
+            out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in cols) + "  faster/same/slower/unsure")
+            for g, s in mine:
+                vals = "  ".join(f"{v:>6.3f}" for v in (s.min, s.max, s.mean, s.median))
+                tally = "/".join(str(g.instr_verdicts.get(v, 0)) for v in ("faster", "same", "slower", "unsure"))
+                out.append(f"{g.group:<{w}}  {s.n:>6}  {vals}  {tally}")
+            out.append("")
     return out
 
 

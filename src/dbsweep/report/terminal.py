@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dbsweep.report import fmt, instr, noise
-from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, ReportData
+from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, GroupStats, ReportData
 from dbsweep.report.tables import ExtraTable
 from dbsweep.verdicts import stats
 from dbsweep.verdicts.instructions import InstrVerdict
@@ -205,15 +205,19 @@ def _render_groups(data: ReportData, console: Console) -> None:
                 *[_coloured(v) for v in (s.min, s.max, s.mean, s.median)],
                 fmt.ratio(s.stddev),
                 _coloured(g.geomean),
-                ", ".join(f"{n} {_verdict(v)}" for v, n in g.verdicts.items() if n)
-                + (
-                    "; instr/o: " + ", ".join(f"{n} {_verdict(v)}" for v, n in g.instr_verdicts.items() if n)
-                    if g.instr_verdicts
-                    else ""
-                ),
+                ", ".join(f"{n} {_verdict(v)}" for v, n in g.verdicts.items() if n) + _instr_tally(g),
                 end_section=i == len(members) - 1,
             )
     console.print(table)
+
+
+def _instr_tally(g: GroupStats) -> str:
+    """The group's instruction verdicts and their ratios' median (below 1: less work than the base)."""
+    if not g.instr_verdicts:
+        return ""
+    tally = ", ".join(f"{n} {_verdict(v)}" for v, n in g.instr_verdicts.items() if n)
+    s = g.instr_summary
+    return f"; instr/o: {tally}" + (f" (median {s.median:.3f})" if s else "")
 
 
 def _render_per_op(data: ReportData, console: Console) -> None:
