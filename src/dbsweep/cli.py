@@ -150,6 +150,14 @@ def run(
             help="Run only this target's cells and counts (repeatable); the others wait for a later run.",
         ),
     ] = None,
+    counts_only: Annotated[
+        bool,
+        typer.Option(
+            "--counts-only",
+            help="Take only the instruction counts still to take (they count work, not time: a busy machine, a "
+            "build say, does not disturb them); the timed cells and profiles wait for a run on a quiet machine.",
+        ),
+    ] = False,
 ) -> None:
     """Run the cells of a study that have no result yet, then print the report."""
     from dbsweep.report import data as report_data
@@ -157,6 +165,10 @@ def run(
     from dbsweep.runner import Runner, open_run
 
     s = _study(study, workspace)
+    if counts_only and not s.measure.instructions:
+        raise DbsweepError(f"{study}: --counts-only: the study counts no instructions (measure.instructions).")
+    if counts_only and until_decided:
+        raise DbsweepError("--counts-only and --until-decided exclude each other: the latter runs timed cells.")
     only = _targets_named(s, target) if target else None
     # Checked and estimated as the run will do it: the targets it runs, not the others.
     checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
@@ -167,7 +179,15 @@ def run(
             run_id = open_run(s, store, fresh)
             try:
                 with procs.cleanup_on_exit():
-                    runner = Runner(s, store, err, rerun_failed=rerun_failed, keep_data=keep_data, only=only)
+                    runner = Runner(
+                        s,
+                        store,
+                        err,
+                        rerun_failed=rerun_failed,
+                        keep_data=keep_data,
+                        only=only,
+                        counts_only=counts_only,
+                    )
                     outcome = runner.run(run_id)
                     if until_decided:
                         from dbsweep.verdicts.decide import until_decided as decide
@@ -176,7 +196,11 @@ def run(
             except KeyboardInterrupt:
                 err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
                 raise typer.Exit(130) from None
-            if outcome.done == 0 and outcome.failed == 0:
+            if counts_only:
+                console.print(
+                    f"Run {run_id}: instruction counts taken; the timed cells wait for a run without --counts-only."
+                )
+            elif outcome.done == 0 and outcome.failed == 0:
                 console.print(f"Nothing to run: every cell of run {run_id} has a result.")
             else:
                 console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")

@@ -144,6 +144,7 @@ class Runner:
         keep_data: bool = False,
         executor: Executor | None = None,
         only: Collection[str] | None = None,
+        counts_only: bool = False,
     ) -> None:
         self.study = study
         self.store = store
@@ -160,6 +161,9 @@ class Runner:
         self.cell_log = CellLog(console, [])
         # The user's restriction to some targets (run --target): their cells, counts and profiles only.
         self.only: set[str] | None = set(only) if only is not None else None
+        # run --counts-only: the instruction counts alone, which a busy machine does not disturb (they count work,
+        # not time); the timed cells and the profiles wait for a run on a quiet machine.
+        self.counts_only = counts_only
         try:
             self.cpus = placement.assign(study.measure.placement)
         except ValueError as e:
@@ -174,17 +178,17 @@ class Runner:
         wanted = targets if self.only is None else (self.only if targets is None else targets & self.only)
         status = self.store.statuses(run_id)
         todo: list[CellKey] = []
-        for key in plan.cells(self.study, repeats, wanted):
+        for key in [] if self.counts_only else plan.cells(self.study, repeats, wanted):
             st = status.get(key)
             if st is None or (st[0] == "failed" and self.rerun_failed):
                 todo.append(key)
             elif st[0] == "failed":
                 out.skipped_failed += 1
         counts = self._instructions_todo(run_id) if targets is None else {}
-        profiles = self._profiles_todo(run_id) if targets is None else {}
+        profiles = self._profiles_todo(run_id) if targets is None and not self.counts_only else {}
         if not todo and not counts and not profiles:
             return out
-        planned = len(plan.cells(self.study, repeats, wanted))
+        planned = 0 if self.counts_only else len(plan.cells(self.study, repeats, wanted))
         if planned > len(todo):  # a resume: the estimate above was the whole study's
             self.console.print(_resuming(run_id, planned, len(todo), out.skipped_failed, counts), highlight=False)
         groups: dict[tuple[int, str], list[CellKey]] = {}

@@ -201,6 +201,31 @@ def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
     assert {("a", "point-query_range=100"), ("b", "read-only_range=100"), ("b", "load")} <= counted
 
 
+def test_counts_only_takes_the_counts_and_leaves_the_cells(tmp: Path) -> None:
+    """run --counts-only --target a: a's instruction counts (load and the step), none of the four timed cells,
+    nothing of b's; the run after it takes the timed cells and b's counts, and a's counts are kept."""
+    study = write_study(tmp, rows=10000, seconds=1, warmup=0)
+    study.write_text(
+        study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
+    )
+    first = dbsweep("run", study, "--counts-only", "--target", "a")
+    assert re.search(r"a point-query_range=100 instructions: [\d,]+ instructions per event", first.stderr), first.stderr
+    assert "the timed cells wait" in first.stdout
+    assert "done 0, failed 0, pending 4" in dbsweep("status", study).stdout
+
+    def counted() -> dict[tuple[str, str], float]:
+        data = json.loads(dbsweep("report", study, "--format", "json").stdout)
+        return {(x["target"], x["step"]): x["per_event"] for x in data["instructions"] if x.get("per_event")}
+
+    kept = counted()
+    assert set(kept) == {("a", "load"), ("a", "point-query_range=100")}
+    dbsweep("run", study)
+    assert "done 4, failed 0, pending 0" in dbsweep("status", study).stdout
+    after = counted()
+    assert set(after) == set(kept) | {("b", "load"), ("b", "point-query_range=100")}
+    assert all(after[k] == v for k, v in kept.items())  # a's counts were not taken again
+
+
 def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
     run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;
