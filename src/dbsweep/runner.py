@@ -177,8 +177,9 @@ class Runner:
         self.repeats = repeats
         wanted = targets if self.only is None else (self.only if targets is None else targets & self.only)
         status = self.store.statuses(run_id)
+        planned = [] if self.counts_only else plan.cells(self.study, repeats, wanted)
         todo: list[CellKey] = []
-        for key in [] if self.counts_only else plan.cells(self.study, repeats, wanted):
+        for key in planned:
             st = status.get(key)
             if st is None or (st[0] == "failed" and self.rerun_failed):
                 todo.append(key)
@@ -188,9 +189,8 @@ class Runner:
         profiles = self._profiles_todo(run_id) if targets is None and not self.counts_only else {}
         if not todo and not counts and not profiles:
             return out
-        planned = 0 if self.counts_only else len(plan.cells(self.study, repeats, wanted))
-        if planned > len(todo):  # a resume: the estimate above was the whole study's
-            self.console.print(_resuming(run_id, planned, len(todo), out.skipped_failed, counts), highlight=False)
+        if len(planned) > len(todo):  # a resume: the estimate above was the whole study's
+            self.console.print(_resuming(run_id, len(planned), len(todo), out.skipped_failed, counts), highlight=False)
         groups: dict[tuple[int, str], list[CellKey]] = {}
         for key in todo:
             groups.setdefault((key.repetition, key.target), []).append(key)

@@ -7,10 +7,10 @@ first and the step's name last.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from dbsweep.report import fmt, instr, noise
-from dbsweep.report.data import VERDICT_METRIC, ReportData, Row, config_change
+from dbsweep.report.data import VERDICT_METRIC, GroupStats, ReportData, Row, config_change
 from dbsweep.report.tables import ExtraTable
 
 # The seeds' columns are 8 wide; wider values widen their column.
@@ -149,20 +149,25 @@ def _summaries(data: ReportData, heads: list[str]) -> list[str]:
     return out
 
 
+def _by_target(data: ReportData) -> Iterator[tuple[str, list[GroupStats]]]:
+    """Per target and client count, in column order: its heading and its group summaries."""
+    for t in data.others:
+        for clients in dict.fromkeys(g.clients for g in data.groups if g.target == t):
+            head = f"{t}, {clients} client{'s' if clients != 1 else ''}"
+            yield head, [g for g in data.groups if g.target == t and g.clients == clients]
+
+
 def _per_target(data: ReportData) -> list[str]:
     """One small table per target and client count: a row per group with min, max, avg and median rQPS."""
     out: list[str] = []
     width = max(len(g.group) for g in data.groups)
-    for t in data.others:
-        for clients in dict.fromkeys(g.clients for g in data.groups if g.target == t):
-            mine = [g for g in data.groups if g.target == t and g.clients == clients]
-            head = f"{t}, {clients} client{'s' if clients != 1 else ''}"
-            w = max(width, len(head))
-            out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in ("min", "max", "avg", "median")))
-            for g in mine:
-                vals = (g.summary.min, g.summary.max, g.summary.mean, g.summary.median)
-                out.append(f"{g.group:<{w}}  " + "  ".join(f"{fmt.ratio(v):>6}" for v in vals))
-            out.append("")
+    for head, mine in _by_target(data):
+        w = max(width, len(head))
+        out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in ("min", "max", "avg", "median")))
+        for g in mine:
+            vals = (g.summary.min, g.summary.max, g.summary.mean, g.summary.median)
+            out.append(f"{g.group:<{w}}  " + "  ".join(f"{fmt.ratio(v):>6}" for v in vals))
+        out.append("")
     return out
 
 
@@ -257,20 +262,18 @@ def _instr(data: ReportData) -> list[str]:
 def _instr_groups(data: ReportData) -> list[str]:
     """The group summaries of instructions/o, laid out as `_per_target`'s of rQPS, with the verdicts counted."""
     out: list[str] = []
-    for t in data.others:
-        for clients in dict.fromkeys(g.clients for g in data.groups if g.target == t):
-            mine = [(g, s) for g in data.groups if g.target == t and g.clients == clients and (s := g.instr_summary)]
-            if not mine:
-                continue
-            head = f"{t}, {clients} client{'s' if clients != 1 else ''}"
-            w = max(len(head), *(len(g.group) for g, _ in mine))
-            cols = ("n", "min", "max", "avg", "median")
-            out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in cols) + "  faster/same/slower/unsure")
-            for g, s in mine:
-                vals = "  ".join(f"{v:>6.3f}" for v in (s.min, s.max, s.mean, s.median))
-                tally = "/".join(str(g.instr_verdicts.get(v, 0)) for v in ("faster", "same", "slower", "unsure"))
-                out.append(f"{g.group:<{w}}  {s.n:>6}  {vals}  {tally}")
-            out.append("")
+    for head, groups in _by_target(data):
+        mine = [(g, s) for g in groups if (s := g.instr_summary)]
+        if not mine:
+            continue
+        w = max(len(head), *(len(g.group) for g, _ in mine))
+        cols = ("n", "min", "max", "avg", "median")
+        out.append(f"{head:<{w}}  " + "  ".join(f"{h:>6}" for h in cols) + "  faster/same/slower/unsure")
+        for g, s in mine:
+            vals = "  ".join(f"{v:>6.3f}" for v in (s.min, s.max, s.mean, s.median))
+            tally = "/".join(str(g.instr_verdicts.get(v, 0)) for v in ("faster", "same", "slower", "unsure"))
+            out.append(f"{g.group:<{w}}  {s.n:>6}  {vals}  {tally}")
+        out.append("")
     return out
 
 
