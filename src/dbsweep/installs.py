@@ -5,6 +5,7 @@ The engine supplies how its source is named (`Engine.naming`) and how it is buil
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from rich.progress import Progress
@@ -14,6 +15,7 @@ from dbsweep.build.recipe import Recipe
 from dbsweep.engines.base import Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
+from dbsweep.measure import instructions
 from dbsweep.sources import Naming
 from dbsweep.sources.resolve import resolve
 from dbsweep.study import Study, Target, source_kind
@@ -41,6 +43,27 @@ def custom_variants(study: Study) -> dict[str, variants.Variant]:
         v.name: variants.from_table(v.model_dump(), where=f"{study.path.name}: variants[{i}]")
         for i, v in enumerate(study.variants)
     }
+
+
+def uncountable(study: Study, cpu_flags: Collection[str]) -> dict[str, str]:
+    """target label -> the compiler flag of its variant that keeps valgrind from running its build on a CPU
+    with these flags (AVX-512 code). Known from the study alone: nothing is built to find it."""
+    try:
+        custom = custom_variants(study)
+    except DbsweepError:
+        return {}  # load_study reports it
+    out: dict[str, str] = {}
+    for t in study.targets:
+        if source_kind(t.source) in (None, "system"):
+            continue
+        try:
+            variant = variants.resolve(t.variant, custom)
+        except DbsweepError:
+            continue  # load_study reports it
+        flag = instructions.unrunnable_flags(" ".join(variant.cflags), cpu_flags)
+        if flag is not None:
+            out[t.label] = flag
+    return out
 
 
 def build_from_source(

@@ -89,7 +89,7 @@ def check(study: Study) -> Preflight:
         *_connection_problems(study, look),
     ]
     est = estimate(study, look)
-    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
+    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study)]
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
         warnings=[f"{where}: {f}: {m}" for f, m in warnings],
@@ -558,23 +558,20 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
     return out
 
 
-def _unrunnable_by_valgrind(study: Study, look: _Look) -> list[Found]:
+def _unrunnable_by_valgrind(study: Study) -> list[Found]:
     """Targets whose build valgrind cannot run on this CPU (AVX-512 code): said before the run, not after it."""
     if not (study.measure.instructions and study.bench.instruction_steps()):
         return []
-    cpu = instructions.host_cpu_flags()
-    out: list[Found] = []
-    for i, k in enumerate(look.known):
-        flags = " ".join(k.variant.cflags) if k.variant is not None else ""
-        if flags and (flag := instructions.unrunnable_flags(flags, cpu)) is not None:
-            out.append(
-                (
-                    f"targets[{i}].variant",
-                    f"valgrind cannot run a build with {flag} on this CPU (it emits AVX-512 instructions), so "
-                    f"{study.targets[i].label} gets no instruction counts: the report shows them as not counted",
-                )
-            )
-    return out
+    found = installs.uncountable(study, instructions.host_cpu_flags())
+    return [
+        (
+            f"targets[{i}].variant",
+            f"valgrind cannot run a build with {found[t.label]} on this CPU (it emits AVX-512 instructions), so "
+            f"{t.label} gets no instruction counts: the report shows them as not counted",
+        )
+        for i, t in enumerate(study.targets)
+        if t.label in found
+    ]
 
 
 def _existing_parent(path: Path) -> Path:

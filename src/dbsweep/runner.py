@@ -21,12 +21,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from dbsweep import configs, loadclient, placement, plan, provenance
+from dbsweep import configs, installs, loadclient, placement, plan, provenance
 from dbsweep.engines.base import Access, EngineError, Install, Instance
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
-from dbsweep.installs import get_install
 from dbsweep.measure import Sampler, canary, countpool, instructions, integrity, profiling
 from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
@@ -185,7 +184,7 @@ class Runner:
                 todo.append(key)
             elif st[0] == "failed":
                 out.skipped_failed += 1
-        counts = self._instructions_todo(run_id) if targets is None else {}
+        counts = self._not_countable(run_id, self._instructions_todo(run_id)) if targets is None else {}
         profiles = self._profiles_todo(run_id) if targets is None and not self.counts_only else {}
         if not todo and not counts and not profiles:
             return out
@@ -259,6 +258,17 @@ class Runner:
             have = {k: v for k, v in have.items() if k not in stale}
         todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
         return {t: sts for t, sts in todo.items() if sts}
+
+    def _not_countable(self, run_id: int, todo: dict[str, list[str]]) -> dict[str, list[str]]:
+        """`todo` without the targets whose build valgrind cannot run on this CPU: their counts are stored as not
+        counted, with the reason, and they are not built for it (under --counts-only, not built at all)."""
+        found = installs.uncountable(self.study, instructions.host_cpu_flags())
+        target_ids = self.store.target_ids(run_id) if found.keys() & todo.keys() else {}
+        for label in found.keys() & todo.keys():
+            reason = f"valgrind cannot run {label}: {instructions.unrunnable_reason(found[label])}"
+            for step in todo[label]:
+                self.store.write_instructions(run_id, target_ids[label], step, {}, reason)
+        return {label: steps for label, steps in todo.items() if label not in found}
 
     def _count_instructions(
         self,
@@ -422,7 +432,7 @@ class Runner:
     def _prepare(self, target: Target, progress: Progress) -> Prepared | str:
         """The target's install and its config fitted to the version, or why it cannot run."""
         try:
-            install = get_install(self.study, target, progress)
+            install = installs.get_install(self.study, target, progress)
             diff = configs.load(self.study.engine, target.config)
             optional = {s.lower() for s in self.study.optional_settings}
             text, skipped = self.engine.fit_config(diff, install, optional)

@@ -226,6 +226,27 @@ def test_counts_only_takes_the_counts_and_leaves_the_cells(tmp: Path) -> None:
     assert all(after[k] == v for k, v in kept.items())  # a's counts were not taken again
 
 
+def test_a_build_valgrind_cannot_run_is_not_counted_and_not_built(tmp: Path) -> None:
+    """b is built with -march=x86-64-v4 (AVX-512 on any CPU): run --counts-only --target b stores its counts as
+    not counted, with the flag, and neither fetches nor builds anything to find that out."""
+    study = write_study(tmp, rows=10000, seconds=1, warmup=0)
+    text = study.read_text().replace(
+        'source = "system"\nconfig = "cx10a_sb1g_c2r24"',
+        'source = "15.18"\nvariant = "v4"\nconfig = "cx10a_sb1g_c2r24"',
+    )
+    assert 'variant = "v4"' in text
+    text += '\n[[variants]]\nname = "v4"\ncflags = "-O2 -march=x86-64-v4"\n'
+    study.write_text(text + "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n")
+    run = dbsweep("run", study, "--counts-only", "--target", "b")
+    assert "the timed cells wait" in run.stdout, run.stdout
+    ws = tmp / "ws"
+    assert not any((ws / "builds").glob("postgres-*")) and not any((ws / "sources").glob("*/*"))
+    data = json.loads(dbsweep("report", study, "--format", "json").stdout)
+    b = {x["step"]: x for x in data["instructions"] if x["target"] == "b"}
+    assert set(b) == {"load", "point-query_range=100"}, b
+    assert all(x["per_event"] is None and "-march=x86-64-v4" in x["error"] for x in b.values()), b
+
+
 def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
     run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;

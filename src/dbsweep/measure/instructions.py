@@ -219,11 +219,15 @@ def check_runnable(engine: Engine, install: Install) -> None:
     """Raises a clear error when valgrind cannot run this install's server."""
     flag = unrunnable_flags(engine.compile_flags(install), host_cpu_flags())
     if flag is not None:
-        raise DbsweepError(
-            f"valgrind cannot run the {engine.title} in {install.bindir}: it was built with {flag}, which emits "
-            "AVX-512 instructions valgrind does not support; count instructions on a build without it "
-            "(e.g. -march=x86-64-v3 or no -march)."
-        )
+        raise DbsweepError(f"valgrind cannot run the {engine.title} in {install.bindir}: {unrunnable_reason(flag)}")
+
+
+def unrunnable_reason(flag: str) -> str:
+    """Why valgrind cannot run a build made with `flag`, and what to count instead."""
+    return (
+        f"it was built with {flag}, which emits AVX-512 instructions valgrind does not support; count "
+        "instructions on a build without it (e.g. -march=x86-64-v3 or no -march)."
+    )
 
 
 def valgrind_wrapper(tool: Tool, out_dir: Path, *, threads: bool = False) -> list[str]:
