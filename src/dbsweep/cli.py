@@ -92,12 +92,12 @@ def _main(
     """dbsweep: build, run, measure and compare database engines."""
 
 
-def _preflight(s: Study) -> str:
+def _preflight(s: Study, *, counts_only: bool = False) -> str:
     """Everything `run` would reject, before any work: problems exit with status 2 (bad input); warnings
     go to stderr. Returns the estimate in words."""
     from dbsweep import preflight
 
-    checked = preflight.check(s)
+    checked = preflight.check(s, counts_only=counts_only)
     if checked.problems:
         raise StudyError(checked.problems)
     for w in checked.warnings:
@@ -172,7 +172,7 @@ def run(
     only = _targets_named(s, target) if target else None
     # Checked and estimated as the run will do it: the targets it runs, not the others.
     checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
-    err.print(_preflight(checked), highlight=False, soft_wrap=True)
+    err.print(_preflight(checked, counts_only=counts_only), highlight=False, soft_wrap=True)
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:

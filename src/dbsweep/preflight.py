@@ -67,6 +67,7 @@ class Estimate:
     builds_needed: int  # (source, variant) pairs not yet in the build cache
     data_bytes: int  # the largest data directory the run makes (one at a time unless --keep-data)
     cells: int
+    counts_only: bool = False  # run --counts-only: the instruction counts alone, no timed cell
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Preflight:
     estimate: Estimate
 
 
-def check(study: Study) -> Preflight:
+def check(study: Study, *, counts_only: bool = False) -> Preflight:
     """Everything `dbsweep run` would reject in `study`, found without doing any of the work, and its cost."""
     where = paths.shown(study.path)
     look = _Look(study)
@@ -88,7 +89,7 @@ def check(study: Study) -> Preflight:
         *_config_problems(study, look),
         *_connection_problems(study, look),
     ]
-    est = estimate(study, look)
+    est = estimate(study, look, counts_only=counts_only)
     warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study)]
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
@@ -104,7 +105,7 @@ def describe(estimate: Estimate) -> str:
     if e.builds_needed:
         plural = "s" if e.builds_needed != 1 else ""
         builds = f"{e.builds_needed} build{plural} ≈ {duration(e.parts.get('builds', 0.0))}, "
-    cells = f"{e.cells} cell{'s' if e.cells != 1 else ''}"
+    cells = "instruction counts only" if e.counts_only else f"{e.cells} cell{'s' if e.cells != 1 else ''}"
     return f"estimated wall time {duration(e.seconds)} ({builds}{cells}); largest data directory ≈ {size(e.data_bytes)}"
 
 
@@ -447,26 +448,35 @@ def _connection_problems(study: Study, look: _Look) -> list[Found]:
 # ---- the estimate ------------------------------------------------------------------------------------------------
 
 
-def estimate(study: Study, look: _Look | None = None) -> Estimate:
-    """The run's wall time and largest data directory, from the study's settings and the build cache."""
+def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = False) -> Estimate:
+    """The run's wall time and largest data directory, from the study's settings and the build cache; with
+    `counts_only`, of the instruction counts alone (run --counts-only)."""
     look = look if look is not None else _Look(study)
-    groups = study.repeats * len(study.targets)
+    groups = 0 if counts_only else study.repeats * len(study.targets)
     d = study.bench.duration()
+    # A build valgrind cannot run gets no count: no pass, and under --counts-only no build either.
+    skip = installs.uncountable(study, instructions.host_cpu_flags()) if study.measure.instructions else {}
+    counted = [i for i, t in enumerate(study.targets) if t.label not in skip]
+    needed = look.needed
+    if counts_only:
+        wanted = {(study.targets[i].source, v.name) for i in counted if (v := look.known[i].variant) is not None}
+        needed = {k: v for k, v in needed.items() if k in wanted}
     parts = {
-        "builds": sum(_build_seconds(v, look.engine.costs) for v in look.needed.values()),
+        "builds": sum(_build_seconds(v, look.engine.costs) for v in needed.values()),
         "server starts": groups * look.engine.costs.start_s,
         "loads": groups * d.setup,
         "steps": groups * d.steps,
         "maintenance": groups * d.maintenances * d.maintenance_each,
-        "instructions": len(study.targets) * _instruction_seconds(study, d.setup, look.engine.costs),
+        "instructions": len(counted) * _instruction_seconds(study, d.setup, look.engine.costs),
     }
     data = max((_data_bytes(study, look.engine, t.config) for t in study.targets), default=0)
     return Estimate(
         seconds=sum(parts.values()),
         parts=parts,
-        builds_needed=len(look.needed),
+        builds_needed=len(needed),
         data_bytes=data,
-        cells=len(plan.cells(study)),
+        cells=0 if counts_only else len(plan.cells(study)),
+        counts_only=counts_only,
     )
 
 

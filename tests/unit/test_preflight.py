@@ -566,3 +566,23 @@ def test_a_build_valgrind_cannot_run_is_said_before_the_run(tmp: Path, monkeypat
             assert found and "valgrind cannot run a build with -march=native" in found[0], found
         else:
             assert not found
+
+
+def test_counts_only_is_estimated_without_the_cells_and_the_builds_it_cannot_count(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run --counts-only: no cell and no timed step in the estimate; a -march=native target on a CPU with
+    AVX-512 is neither counted nor built, elsewhere it is both."""
+    passes = {}
+    for name, flags in (("avx512", {"avx2", "avx512f"}), ("avx2", {"avx2"})):
+        monkeypatch.setattr(preflight.instructions, "host_cpu_flags", lambda flags=flags: set(flags))
+        (tmp / name).mkdir()
+        study = _study(tmp / name, b_source="15.18", b_variant="o3_native", end="[measure]\ninstructions = true\n")
+        full = preflight.estimate(study)
+        only = preflight.estimate(study, counts_only=True)
+        assert full.cells == 4 and only.cells == 0 and only.parts["steps"] == 0 == only.parts["loads"]
+        assert full.builds_needed == 1 and only.builds_needed == (0 if name == "avx512" else 1)
+        assert only.parts["instructions"] == full.parts["instructions"] > 0
+        assert "instruction counts only); largest data directory" in preflight.describe(only)
+        passes[name] = full.parts["instructions"]
+    assert passes["avx512"] == pytest.approx(passes["avx2"] / 2)  # one target's pass, not two
