@@ -13,6 +13,7 @@ repository, and the compiler's `--version` (the build cache's key holds it).
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import subprocess
@@ -90,7 +91,7 @@ def check(study: Study, *, counts_only: bool = False) -> Preflight:
         *_connection_problems(study, look),
     ]
     est = estimate(study, look, counts_only=counts_only)
-    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study)]
+    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
         warnings=[f"{where}: {f}: {m}" for f, m in warnings],
@@ -245,6 +246,13 @@ class _Look:
             return engine.system_install(spec)
         except (DbsweepError, OSError):
             return None
+
+    @functools.cached_property
+    def uncountable(self) -> dict[str, str]:
+        """target label -> the flag that keeps valgrind from running its build on this CPU: it gets no counts."""
+        if not self.study.measure.instructions:
+            return {}
+        return installs.uncountable(self.study, instructions.host_cpu_flags())
 
     def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant) -> Install | None:
         """The cached build's install, or None (noting the build as needed)."""
@@ -455,8 +463,7 @@ def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = Fal
     groups = 0 if counts_only else study.repeats * len(study.targets)
     d = study.bench.duration()
     # A build valgrind cannot run gets no count: no pass, and under --counts-only no build either.
-    skip = installs.uncountable(study, instructions.host_cpu_flags()) if study.measure.instructions else {}
-    counted = [i for i, t in enumerate(study.targets) if t.label not in skip]
+    counted = [i for i, t in enumerate(study.targets) if t.label not in look.uncountable]
     needed = look.needed
     if counts_only:
         wanted = {(study.targets[i].source, v.name) for i in counted if (v := look.known[i].variant) is not None}
@@ -568,11 +575,11 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
     return out
 
 
-def _unrunnable_by_valgrind(study: Study) -> list[Found]:
+def _unrunnable_by_valgrind(study: Study, look: _Look) -> list[Found]:
     """Targets whose build valgrind cannot run on this CPU (AVX-512 code): said before the run, not after it."""
     if not (study.measure.instructions and study.bench.instruction_steps()):
         return []
-    found = installs.uncountable(study, instructions.host_cpu_flags())
+    found = look.uncountable
     return [
         (
             f"targets[{i}].variant",

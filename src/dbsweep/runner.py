@@ -263,8 +263,9 @@ class Runner:
         """`todo` without the targets whose build valgrind cannot run on this CPU: their counts are stored as not
         counted, with the reason, and they are not built for it (under --counts-only, not built at all)."""
         found = installs.uncountable(self.study, instructions.host_cpu_flags())
-        target_ids = self.store.target_ids(run_id) if found.keys() & todo.keys() else {}
-        for label in found.keys() & todo.keys():
+        skipped = found.keys() & todo.keys()
+        target_ids = self.store.target_ids(run_id) if skipped else {}
+        for label in skipped:
             reason = f"valgrind cannot run {label}: {instructions.unrunnable_reason(found[label])}"
             for step in todo[label]:
                 self.store.write_instructions(run_id, target_ids[label], step, {}, reason)
