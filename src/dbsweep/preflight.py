@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbsweep import configs, installs, paths, placement, plan
+from dbsweep import configs, installs, paths, placement, plan, unsafe
 from dbsweep.build import cache
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
@@ -30,6 +30,7 @@ from dbsweep.measure import instructions
 from dbsweep.sources import SourceTree, crate, debian, git, localdir, tarball
 from dbsweep.study import Study, source_kind
 from dbsweep.suites.base import Connections
+from dbsweep.suites.loading import unloaded
 
 # ---- The estimate's figures --------------------------------------------------------------------------------
 # Rough figures measured on a small VM (2 vCPUs, 24 GB, one virtio disk) with Debian's Postgres 15 and the
@@ -85,6 +86,7 @@ def check(study: Study, *, counts_only: bool = False) -> Preflight:
     problems = [
         *study.bench.size_problems(),
         *_duplicate_steps(study),
+        *unloaded(study.bench),
         *_placement_problems(study),
         *look.problems,
         *_config_problems(study, look),
@@ -92,6 +94,7 @@ def check(study: Study, *, counts_only: bool = False) -> Preflight:
     ]
     est = estimate(study, look, counts_only=counts_only)
     warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
+    warnings += unsafe.warnings(study)
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],
         warnings=[f"{where}: {f}: {m}" for f, m in warnings],
@@ -407,7 +410,7 @@ def _config_problems(study: Study, look: _Look) -> list[Found]:
         assert k.settings is not None
         try:
             diff = configs.load(study.engine, t.config)
-            look.engine.fit_config(diff, k.install, optional)
+            look.engine.fit_config(diff, k.install, optional, study.allow_unsafe_settings)
         except DbsweepError as e:
             out.append((f"targets[{i}].config", str(e)))
     return out

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from dbsweep import __version__
+from dbsweep import __version__, unsafe
 from dbsweep.measure import tuning
 
 if TYPE_CHECKING:
@@ -33,14 +33,23 @@ def record(
     reloaded: bool,
 ) -> dict[str, Any]:
     """The provenance of a (target, repetition) group's cells; asks the running server for its version and
-    settings (raises EngineError when it cannot answer)."""
+    settings (raises EngineError when it cannot answer). The unsafe settings the study allowed the config are
+    named with why each is unsafe, for the reports to say so."""
+    engine = {"name": study.engine, "server_version": instance.server_version(), **install.provenance}
+    config: dict[str, Any] = {
+        "name": target.config,
+        "diff": instance.config_text,
+        "effective_settings": instance.settings(),
+    }
+    if allowed := unsafe.allowed_in(study.engine, instance.config_text):
+        config[unsafe.PROVENANCE_KEY] = allowed
     return {
         "dbsweep_version": __version__,
         "load_client": load_client,
         "host": host,
-        "engine": {"name": study.engine, "server_version": instance.server_version(), **install.provenance},
+        "engine": engine,
         "target": {"name": target.label, "source": target.source, "variant": target.variant},
-        "config": {"name": target.config, "diff": instance.config_text, "effective_settings": instance.settings()},
+        "config": config,
         "suite": study.suite.model_dump(),
         "server_user": server_user,
         "cpu_placement": placement,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dbsweep import configs, paths
+from dbsweep import configs, paths, unsafe
 from dbsweep.build import variants as recipes
 from dbsweep.engines import registry as engine_registry
 from dbsweep.errors import DbsweepError, StudyError
@@ -108,9 +108,13 @@ class Study(_Strict):
     engine: EngineName
     base: str
     repeats: PositiveInt = 1
-    workspace: str = ".dbsweep"
+    # Empty would silently mean the current directory.
+    workspace: Annotated[str, Field(min_length=1, pattern=r"^\s*\S")] = ".dbsweep"
     # Settings a config diff may use that some versions lack: applied only where supported.
     optional_settings: list[str] = []
+    # Unsafe settings the configs may use (they change who gets in or what runs: `Engine.unsafe_settings`); the
+    # reports name each one a target ran with.
+    allow_unsafe_settings: list[str] = []
     variants: list[VariantSpec] = []
     suite: SuiteTable
     measure: Measure = Measure()
@@ -347,6 +351,7 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
     if len(set(suite.clients)) != len(suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))
     problems.extend(bench.settings_problems())
+    problems.extend(unsafe.study_problems(study))
     return problems
 
 

@@ -152,6 +152,19 @@ def test_an_option_db_bench_lacks_stops_the_run_before_it_starts(tmp_path: Path)
     assert r.returncode != 0 and not (tmp_path / "ws" / "results.db").exists()
 
 
+def test_a_read_of_a_database_no_step_loads_is_refused_before_it_runs(tmp_path: Path) -> None:
+    _needs_db_bench()
+    study = _study(tmp_path, steps='["readrandom"]')
+    r = dbsweep("validate", study, check=False)
+    said = " ".join((r.stdout + r.stderr).split())
+    assert r.returncode == 2, said
+    assert (
+        "suite.steps[0]: dbbench step readrandom reads the database, which no step before it loads; add fillseq "
+        "before it in [suite] steps" in said
+    )
+    assert not (tmp_path / "ws" / "results.db").exists()
+
+
 def test_a_killed_db_bench_is_a_failed_cell_and_the_run_resumes(tmp_path: Path) -> None:
     _needs_db_bench()
     study = _study(tmp_path, write_seconds=6, steps='["fillseq", "readwhilewriting"]')

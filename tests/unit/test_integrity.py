@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbsweep.measure.integrity import Expectation, check
+from dbsweep.measure.integrity import Expectation, Nonzero, check
 
 
 def lines(ops: list[int], max_us: list[int] | None = None, warmup: int = 0) -> list[dict[str, Any]]:
@@ -88,3 +88,43 @@ def test_warmup_seconds_are_not_judged() -> None:
     for x in ln[:3]:
         x["ops"] = 0
     assert check(TIMED, summary(), ln) is None
+
+
+FOUND = Nonzero("found", "no read found a key", "the database holds none of the keys the step reads")
+ROWS = Nonzero("rows_returned", "no query returned a row", "the tables hold none of the rows the step reads")
+CHANGED = Nonzero("rows_affected", "no update changed a row", "the tables hold none of the rows the step updates")
+
+
+def test_a_read_that_found_no_key_fails_with_the_count() -> None:
+    reads = Expectation(seconds=10, nonzero=(FOUND,))
+    empty = summary(found=[0, 1_379_999], operations=1_379_999, ops_name="ops")
+    assert check(reads, empty, lines([100] * 10)) == (
+        "no read found a key (0 of 1,379,999 found): the database holds none of the keys the step reads"
+    )
+    assert check(reads, summary(found=[12, 1_379_999]), lines([100] * 10)) is None
+
+
+def test_a_read_step_that_returned_no_row_fails() -> None:
+    reads = Expectation(seconds=10, nonzero=(ROWS,))
+    empty = summary(rows_returned=0, rows_affected=0, operations=52_301, ops_name="queries")
+    assert check(reads, empty, lines([100] * 10)) == (
+        "no query returned a row (rows returned 0 in 52,301 queries): the tables hold none of the rows the step reads"
+    )
+    assert check(reads, summary(rows_returned=5, rows_affected=0), lines([100] * 10)) is None
+
+
+def test_an_update_step_that_changed_no_row_fails() -> None:
+    updates = Expectation(seconds=10, nonzero=(CHANGED,))
+    problem = check(updates, summary(rows_returned=0, rows_affected=0, operations=900), lines([100] * 10))
+    assert problem is not None and problem.startswith("no update changed a row (rows affected 0 in 900 operations)")
+    assert check(updates, summary(rows_returned=0, rows_affected=900), lines([100] * 10)) is None
+
+
+def test_a_figure_the_summary_lacks_is_not_judged() -> None:
+    # An older client reports no such field, and db_bench's write benchmarks print no "found": not a failure.
+    every = Expectation(seconds=10, nonzero=(FOUND, ROWS, CHANGED))
+    assert check(every, summary(), lines([100] * 10)) is None
+    assert check(every, summary(found=None), lines([100] * 10)) is None
+    # The first figure at zero is the one named.
+    problem = check(every, summary(found=[3, 10], rows_returned=7, rows_affected=0), lines([100] * 10))
+    assert problem is not None and problem.startswith("no update changed a row")

@@ -42,6 +42,23 @@ source = "system"
 config = "cx10a_c2r24"
 """
 
+DBBENCH = """\
+name = "rx"
+engine = "rocksdb"
+base = "a"
+workspace = "{workspace}"
+
+[suite]
+name = "dbbench"
+keys = 1000
+steps = {steps}
+
+[[targets]]
+name = "a"
+source = "system"
+config = "lru"
+"""
+
 # A source line of target b, as write_study writes it.
 B_SOURCE = 'source = "system"\nconfig = "{config}"\n'
 
@@ -69,6 +86,12 @@ def _study(
 def _ibench(tmp: Path, suite: str) -> Study:
     path = tmp / "ib.toml"
     path.write_text(IBENCH.format(workspace=tmp / "ws", suite=suite))
+    return load_study(path)
+
+
+def _dbbench(tmp: Path, steps: str) -> Study:
+    path = tmp / "rx.toml"
+    path.write_text(DBBENCH.format(workspace=tmp / "ws", steps=steps))
     return load_study(path)
 
 
@@ -308,6 +331,37 @@ def test_duplicate_steps_name_both_indices(tmp: Path) -> None:
     assert len(got) == 1
     assert "'point-query_range=100' is the same step as suite.steps[0], 'point-query'" in got[0]
     assert not _at(problems, study, "suite.steps[0]") and not _at(problems, study, "suite.steps[1]")
+
+
+# ---- steps that need data no step before them loads ---------------------------------------------------------
+
+
+def test_a_dbbench_read_without_fillseq_before_it_is_refused(tmp: Path) -> None:
+    study = _dbbench(tmp, '["readrandom"]')
+    assert _at(preflight.check(study).problems, study, "suite.steps[0]") == [
+        "dbbench step readrandom reads the database, which no step before it loads; add fillseq before it in "
+        "[suite] steps"
+    ]
+    # A load after the read is too late, and only the first step without one is named.
+    study = _dbbench(tmp, '["overwritesome", "fwdrange", "fillseq"]')
+    problems = [p for p in preflight.check(study).problems if "no step before it loads" in p]
+    assert problems == [
+        f"{_prefix(study, 'suite.steps[0]')}dbbench step overwritesome overwrites keys of the database, which no "
+        "step before it loads; add fillseq before it in [suite] steps"
+    ]
+    # Steps named as the method prints them are the same steps.
+    study = _dbbench(tmp, '["fillseq.wal_disabled.v400", "readrandom.t1"]')
+    assert preflight.check(study).problems == []
+
+
+def test_every_named_set_and_a_load_first_pass(tmp: Path) -> None:
+    for steps in ['"seed"', '"quick"', '"all"', '["fillseq", "readrandom", "readwhilewriting"]']:
+        study = _dbbench(tmp, steps)
+        assert not [p for p in preflight.check(study).problems if "no step before it loads" in p], steps
+    # sysbench always loads its tables first; the Insert Benchmark's l.i0 is checked with the study.
+    study = _study(tmp, steps='["point-query.pre", "delete", "insert"]')
+    assert not [p for p in preflight.check(study).problems if "no step before it loads" in p]
+    assert preflight.check(_ibench(tmp, "clients = [1]")).problems == []
 
 
 # ---- 4. sources ----------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from dbsweep.configs import ConfigDiff
 from dbsweep.engines.rocksdb import config, source
 from dbsweep.errors import DbsweepError, StudyError
+from dbsweep.measure.integrity import check
 from dbsweep.study import Study, load_study
 from dbsweep.suites.dbbench import Dbbench, DbbenchSettings, tool
 from dbsweep.suites.dbbench.steps import JOBS, fitted
@@ -197,6 +198,18 @@ def test_what_a_whole_step_looks_like() -> None:
     assert s.expectation("readrandom").seconds == 7 and s.expectation("readrandom").steady
     # Write stalls are RocksDB's behaviour, measured by stall%, not a lost step.
     assert s.expectation("overwriteandwait").seconds == 9 and not s.expectation("overwriteandwait").steady
+    # Every read and seek, the settle step's and the while-writing steps' too, must find a key.
+    finds = {st: [n.field for n in s.expectation(st).nonzero] for st in JOBS}
+    assert finds == {st: [] if st in ("fillseq", "overwritesome", "overwriteandwait") else ["found"] for st in JOBS}
+    # The issue's run: readrandom on a database no step loaded, 689,783 ops/s, not one key found.
+    empty = {"seconds": 7.0, "events": 1_379_999, "operations": 1_379_999, "found": [0, 1_379_999]}
+    problem = check(s.expectation("readrandom"), empty, [])
+    assert problem == (
+        "no read found a key (0 of 1,379,999 found): the database holds none of the keys the step reads "
+        "(fillseq loads them)"
+    )
+    assert check(s.expectation("fwdrange"), {**empty, "found": [0, 5]}, []) is not None
+    assert check(s.expectation("readrandom"), {**empty, "found": [1_379_999, 1_379_999]}, []) is None
 
 
 def test_a_study_pairs_the_suite_with_an_engine_of_its_kind(tmp_path: Path) -> None:

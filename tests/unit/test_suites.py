@@ -96,8 +96,24 @@ def test_sysbench_expectations_and_clients() -> None:
     s = sysbench(tables=3, rows=1000, read_seconds=10, write_seconds=20, clients=[1, 2], steps="all42")
     load = s.expectation(LOAD_STEP)
     assert load == Expectation(steady=False, work=("operations", 3000))
-    assert s.expectation("point-query_range=100") == Expectation(seconds=10.0)
-    assert s.expectation("update-index_range=100") == Expectation(seconds=20.0)
+    assert s.expectation("point-query_range=100").seconds == 10.0
+    assert s.expectation("update-index_range=100").seconds == 20.0
+    # What a step must have read or written: reads return rows, updates and inserts change them.
+    demands = {
+        "point-query_range=100": ["rows_returned"],
+        "points-covered-si.warm_range=100": ["rows_returned"],
+        "read-only-count_range=1000": ["rows_returned"],
+        "scan_range=100": [],
+        "update-index_range=100": ["rows_affected"],
+        "update-one_range=100": ["rows_affected"],
+        "write-only_range=10000": ["rows_affected"],
+        "read-write_range=10": ["rows_returned", "rows_affected"],
+        # The method's delete empties a small table: a window with nothing left to delete is not a fault.
+        "delete_range=100": [],
+        "insert_range=100": ["rows_affected"],
+    }
+    assert {st: [n.field for n in s.expectation(st).nonzero] for st in demands} == demands
+    assert {STEPS[st].workload for st in STEPS if not s.expectation(st).nonzero} == {"scan", "delete"}
     # The load step's summary counts its rows in `operations`: the expectation reads that field.
     assert check(load, {"operations": 3000, "seconds": 1.0, "events": 3000}, []) is None
     assert check(load, {"operations": 2999, "seconds": 1.0, "events": 2999}, []) is not None
@@ -134,7 +150,9 @@ def test_ibench_sizes_commands_and_expectations() -> None:
     assert ibench(profile="quick", only1t=True).command("l.x", 1)[-1] == "--only1t"
     assert s.expectation("l.i0") == Expectation(work=("inserted_rows", 2_000_000))
     assert s.expectation("l.x") == Expectation(steady=False, work=("inserted_rows", 200))
-    assert s.expectation("qr1000") == Expectation(seconds=7.0, may_run_long=True, work=("inserted_rows", 14_000))
+    qr = s.expectation("qr1000")
+    assert (qr.seconds, qr.may_run_long, qr.work) == (7.0, True, ("inserted_rows", 14_000))
+    assert [n.field for n in qr.nonzero] == ["query_rows"] and s.expectation("l.i1").nonzero == ()
     assert s.clients("qr100") == [2] and s.cell_steps() == list(s.step_names())
     assert s.setup_steps() == ("l.i0", "l.x", "l.i1", "l.i2")
     assert s.maintenance_points() == {"qr100"} and s.maintenance_budget() == 15.0

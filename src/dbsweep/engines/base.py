@@ -19,7 +19,7 @@ import contextlib
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -156,6 +156,11 @@ class Instance(ABC):
     def data_bytes(self) -> int | None:
         """The database's size as the engine reports it (None when it cannot say)."""
 
+    def tables(self) -> set[str] | None:
+        """The tables of the running instance's database, or None when the engine has none to name (a tool's key
+        space): a resume on a kept data directory checks it still holds the ones its cells need."""
+        return None
+
     @abstractmethod
     def settings(self) -> list[dict[str, Any]]:
         """The settings that differ from the built-in defaults, as the running server reports them."""
@@ -271,10 +276,54 @@ class Engine(ABC):
     def known_settings(self, install: Install) -> set[str]:
         """The names of every setting the binary knows, lower case."""
 
-    @abstractmethod
-    def fit_config(self, diff: ConfigDiff, install: Install, optional: set[str]) -> tuple[str, list[str]]:
+    def fit_config(
+        self, diff: ConfigDiff, install: Install, optional: set[str], allowed: Collection[str] = ()
+    ) -> tuple[str, list[str]]:
         """The diff's text for this install: a setting it lacks is an error unless `optional`, then it is left
-        out and listed in the second value."""
+        out and listed in the second value. An unsafe setting the study does not allow (`allowed`, its
+        allow_unsafe_settings) is an error first, so nothing unsafe starts even when a config changed since the
+        study was checked."""
+        self.refuse_unsafe(diff, allowed)
+        return self.fit_to_install(diff, install, optional)
+
+    @abstractmethod
+    def fit_to_install(self, diff: ConfigDiff, install: Install, optional: set[str]) -> tuple[str, list[str]]:
+        """`fit_config`'s work once the diff's unsafe settings are known to be allowed."""
+
+    # By name, why each setting is unsafe: it changes who gets in or how the server is reached, loads code, runs
+    # commands, or writes outside the instance's directory. A config that sets one is refused (when the study is
+    # loaded and again by `fit_config`) unless the study names it in `allow_unsafe_settings`. Each engine's list
+    # lives in its config module, beside the settings dbsweep owns outright (which no study can allow).
+    unsafe_settings: ClassVar[Mapping[str, str]] = {}
+
+    def unsafe_name(self, name: str) -> str:
+        """A setting's name as `unsafe_settings` spells it, by the server's own rules (case, spellings)."""
+        return name.strip().lower()
+
+    def unsafe_entry(self, setting: Setting) -> str | None:
+        """The entry of `unsafe_settings` a config line sets, or None when the line is safe (an engine may read
+        its value too: a path inside the data directory is safe)."""
+        name = self.unsafe_name(setting.name)
+        return name if name in self.unsafe_settings else None
+
+    def unsafe_in(self, settings: Iterable[Setting]) -> list[UnsafeSetting]:
+        """The unsafe lines among `settings`, in order."""
+        out = []
+        for s in settings:
+            entry = self.unsafe_entry(s)
+            if entry is not None:
+                out.append(UnsafeSetting(entry, self.unsafe_settings[entry], s))
+        return out
+
+    def refuse_unsafe(self, diff: ConfigDiff, allowed: Collection[str]) -> list[UnsafeSetting]:
+        """The diff's unsafe settings when `allowed` names each; else raises DbsweepError naming the config's
+        file and line, why, and how a study allows them."""
+        found = self.unsafe_in(diff.settings)
+        names = {self.unsafe_name(a) for a in allowed}
+        refused = [u for u in found if u.name not in names]
+        if refused:
+            raise DbsweepError(_refusal(diff.name, refused))
+        return found
 
     @abstractmethod
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
@@ -311,6 +360,28 @@ class Engine(ABC):
     def compile_flags(self, install: Install) -> str:
         """What the install was compiled with (flags and configure line), for checks such as valgrind's."""
         return " ".join(str(install.provenance.get(k, "")) for k in ("cflags", "configure"))
+
+
+@dataclass(frozen=True)
+class UnsafeSetting:
+    """A config line that changes who gets in or what runs (`Engine.unsafe_settings`)."""
+
+    name: str  # its entry in unsafe_settings, as a study's allow_unsafe_settings names it
+    reason: str
+    setting: Setting
+
+
+def _refusal(config: str, refused: list[UnsafeSetting]) -> str:
+    """Why a config is refused, in two sentences: its first unsafe line, the others, and the study's fix."""
+    first = refused[0]
+    s = first.setting
+    others = [f"{u.setting.name} ({u.setting.origin})" for u in refused[1:]]
+    more = f" (also unsafe: {', '.join(others)})" if others else ""
+    names = ", ".join(f'"{n}"' for n in dict.fromkeys(u.name for u in refused))
+    return (
+        f"config {config} sets {s.name} ({s.origin}), which {first.reason}{more}. "
+        f"A study that means it must say so at its top level: allow_unsafe_settings = [{names}]."
+    )
 
 
 def _copy_tree(src: Path, dest: Path) -> None:

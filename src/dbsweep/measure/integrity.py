@@ -4,8 +4,9 @@ They hold for every suite and every engine. A step is whole when the server that
 the one that started it and did not restart on the way (the engine says so), the load client
 kept every connection to the end, the measured time is what was asked, the work that was
 asked for was done, no second sat at zero operations without an operation in flight to
-explain it, and errors stayed under the threshold. The first check that fails names itself
-and its evidence in one sentence.
+explain it, errors stayed under the threshold, and the step read or wrote something of what it
+is named for (a read that found no key measured an empty database). The first check that fails
+names itself and its evidence in one sentence.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ IN_FLIGHT_SHARE = 0.9
 
 
 @dataclass(frozen=True)
+class Nonzero:
+    """A figure of the step's summary that is zero only when the step did nothing of what it is named for."""
+
+    # The summary field: a count, or a pair [count, of] (db_bench's `found`: keys found of reads made).
+    field: str
+    # What zero means, e.g. "no read found a key".
+    none: str
+    # Why that happens, e.g. "the database holds none of the keys the step reads".
+    why: str
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What a whole measurement of one step looks like, as the suite defines the step."""
 
@@ -40,6 +53,8 @@ class Expectation:
     # (summary field, value): the work the step was asked to do, e.g. ("rows", 200000).
     work: tuple[str, int] | None = None
     max_error_rate: float = MAX_ERROR_RATE
+    # Figures that must not be zero (a field the summary lacks, as from an older client, is not judged).
+    nonzero: tuple[Nonzero, ...] = ()
 
 
 def check(expect: Expectation, summary: dict[str, Any], lines: Sequence[dict[str, Any]]) -> str | None:
@@ -53,6 +68,8 @@ def check(expect: Expectation, summary: dict[str, Any], lines: Sequence[dict[str
         _seconds(expect, summary),
         _errors(expect, summary),
         _zero_seconds(expect, lines),
+        # Last: a step that failed or stalled says so better than by what it did not find.
+        _nothing_done(expect, summary),
     ):
         if problem is not None:
             return problem
@@ -139,4 +156,22 @@ def _errors(expect: Expectation, summary: dict[str, Any]) -> str | None:
             f"{errors} of {attempts} events failed ({errors / attempts:.0%}, more than {expect.max_error_rate:.0%}); "
             f"first errors: {first}"
         )
+    return None
+
+
+def _nothing_done(expect: Expectation, summary: dict[str, Any]) -> str | None:
+    for need in expect.nonzero:
+        got = summary.get(need.field)
+        if got is None:
+            continue
+        if isinstance(got, (list, tuple)):
+            if len(got) != 2 or int(got[0]) != 0:
+                continue
+            evidence = f"{int(got[0]):,} of {int(got[1]):,} {need.field.replace('_', ' ')}"
+        else:
+            if int(got) != 0:
+                continue
+            n, what = int(summary.get("operations") or 0), summary.get("ops_name") or "operations"
+            evidence = f"{need.field.replace('_', ' ')} 0 in {n:,} {what}"
+        return f"{need.none} ({evidence}): {need.why}"
     return None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dbsweep import plan, verdicts
+from dbsweep import plan, unsafe, verdicts
 from dbsweep.engines.registry import engine_named
 from dbsweep.report import flames, instr, noise
 from dbsweep.report.tables import ExtraTable
@@ -223,6 +223,12 @@ class Provenance:
     def config_diff(self) -> str:
         return str((self.data.get("config") or {}).get("diff", ""))
 
+    @property
+    def unsafe_allowed(self) -> dict[str, str]:
+        """The unsafe settings the study allowed the config, each with why it is unsafe."""
+        allowed = (self.data.get("config") or {}).get(unsafe.PROVENANCE_KEY)
+        return {str(k): str(v) for k, v in allowed.items()} if isinstance(allowed, dict) else {}
+
     def facts(self) -> list[tuple[str, str]]:
         """Label and value of every known fact, in reading order; unknown ones are left out."""
         host = self.data.get("host") or {}
@@ -246,6 +252,7 @@ class Provenance:
             ("build key", self.engine("build_key")),
             ("config", self.config_name),
             ("settings skipped", ", ".join(map(str, skipped)) if skipped else ""),
+            ("unsafe settings allowed", unsafe.describe(self.unsafe_allowed)),
             ("host", str(host.get("hostname", ""))),
             ("CPU", str(host.get("cpu_model", ""))),
             ("cores", cores),
@@ -276,6 +283,15 @@ def _placement(p: Any) -> str:
         f"{p.get('placement', '?')} (server CPUs {cpus(p.get('server_cpus'))}, client CPUs "
         f"{cpus(p.get('client_cpus'))}, host CPUs {cpus(p.get('host_cpus'))})"
     )
+
+
+def unsafe_notes(provenance: dict[str, Provenance]) -> list[str]:
+    """A note for each target that ran with unsafe settings the study allowed, naming them and why."""
+    return [
+        f"{t}: unsafe settings allowed by the study: {unsafe.describe(p.unsafe_allowed)}."
+        for t, p in provenance.items()
+        if p.unsafe_allowed
+    ]
 
 
 def config_change(base: Provenance | None, other: Provenance | None) -> str:
@@ -544,6 +560,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     targets = [t.label for t in study.targets]
     data = _assemble(study, run_id, targets, study.base, plan.row_keys(study), cells, ops_names, paired=True)
     data.provenance = _load_provenance(store, run_id, str)
+    data.notes += unsafe_notes(data.provenance)
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
     noise.attach(data, study, store)
@@ -565,6 +582,7 @@ def compare_targets(
     data = _assemble(study, run_id, [base, target], base, plan.row_keys(study), cells, ops_names, paired=True)
     prov = _load_provenance(store, run_id, str)
     data.provenance = {t: prov[t] for t in data.targets if t in prov}
+    data.notes += unsafe_notes(data.provenance)
     data.title = f"{study.title}: {target} vs {base}"
     data.runs, data.has_series = f"run {run_id}", series
     data.extra_tables = study.bench.report_tables(data)
@@ -609,6 +627,7 @@ def compare_runs(
     prov_a = _load_provenance(store_a, run_a, la)
     data.provenance = {base: prov_a[base]} if base in prov_a else {}
     data.provenance.update(_load_provenance(store_b, run_b, lb))
+    data.notes += unsafe_notes(data.provenance)
     data.title = f"{a.title} vs {b.title}" if not same_study else f"{a.title}: run {run_b} vs run {run_a}"
     data.runs, data.has_series = f"run {run_a} of {a.title} and run {run_b} of {b.title}", series
     if a.measurement_key() != b.measurement_key():

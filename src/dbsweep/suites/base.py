@@ -127,6 +127,16 @@ class Suite(ABC):
     def setup_steps(self) -> tuple[str, ...]:
         """The steps that build the tables' state: a resume on a fresh data directory replays them."""
 
+    def loads(self, step: str) -> bool:
+        """Whether the step loads, from nothing, the data the suite's other steps work on."""
+        return False
+
+    def needs_loaded(self, step: str) -> str | None:
+        """What the step does with data a step that `loads` must have made before it, as the words after the
+        step's name ("reads the database"); None when it needs none (preflight refuses a study whose steps
+        need data no earlier step loads)."""
+        return None
+
     @abstractmethod
     def clients(self, step: str) -> list[int]:
         """The client counts a step runs at."""

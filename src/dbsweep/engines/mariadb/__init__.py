@@ -3,6 +3,7 @@ diffs, the server's lifecycle (one process, threads), and its statistics (InnoDB
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -71,7 +72,15 @@ class Mariadb(base.Engine):
     def known_settings(self, install: base.Install) -> set[str]:
         return installs.known_settings(install)
 
-    def fit_config(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
+    unsafe_settings: ClassVar[Mapping[str, str]] = config.UNSAFE
+
+    def unsafe_name(self, name: str) -> str:
+        return config.canonical(name).removeprefix(config.LOOSE)
+
+    def unsafe_entry(self, setting: Setting) -> str | None:
+        return config.unsafe_entry(setting)
+
+    def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
         return config.fit_to_version(diff, self.known_settings(install), install.short_version, optional)
 
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:

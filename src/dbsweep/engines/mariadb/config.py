@@ -7,7 +7,9 @@ open one of the sections every server version reads (`[mysqld]`, `[mariadbd]`, `
 never a version's own (`[mariadb-10.11]`: the study's optional_settings say what a version lacks) nor a
 client's. Names are read as the server reads them: `-` and `_` alike, any case, and the prefixes `loose-`
 (ignore when unknown), `skip-`, `enable-`, `disable-` and `maximum-`. Where the server's data, logs and
-sockets live, and who may connect, are dbsweep's (`OWNED`): a diff cannot set them.
+sockets live, and who may connect, are dbsweep's (`OWNED`): a diff cannot set them. What runs SQL or loads
+code, opens the server wider or writes outside its data directory (`UNSAFE`) a diff may set only where the
+study allows it by name.
 """
 
 from __future__ import annotations
@@ -40,7 +42,64 @@ OWNED = {
     "log_error": "dbsweep reads the server's log to explain a failure",
     "user": "the server runs as dbsweep's server user",
     "skip_grant_tables": "every server has a generated password",
+    "log_basename": "dbsweep names the server's log and PID files",
 }
+# What a diff may set only where the study allows it (`allow_unsafe_settings`), and why. The paths are unsafe
+# only outside the data directory: the server works in it, so a relative path without `..` stays there.
+UNSAFE = {
+    "init_file": "runs the SQL of a file at every start, with every privilege: it may create accounts",
+    "init_connect": "runs SQL for every client that connects",
+    "init_slave": "runs SQL whenever a replica's SQL thread starts",
+    "plugin_load": "loads plugins (shared libraries) into the server",
+    "plugin_load_add": "loads plugins (shared libraries) into the server",
+    "plugin_maturity": "lets plugins of a lower maturity load",
+    "allow_suspicious_udfs": "lets CREATE FUNCTION load functions from any shared library",
+    "wsrep_provider": "loads a replication library into the server",
+    "wsrep_notify_cmd": "runs a command whenever the cluster changes",
+    "extra_port": "opens a second TCP port to clients",
+    "proxy_protocol_networks": "lets proxies on these networks pass any client address, which accounts match",
+    "general_log_file": "writes the general log outside the data directory",
+    "slow_query_log_file": "writes the slow query log outside the data directory",
+    "log_slow_query_file": "writes the slow query log outside the data directory",
+    "log_bin": "writes the binary log outside the data directory",
+    "log_bin_index": "writes the binary log's index outside the data directory",
+    "relay_log": "writes relay logs outside the data directory",
+    "relay_log_index": "writes the relay log's index outside the data directory",
+    "relay_log_info_file": "writes a replica's state outside the data directory",
+    "master_info_file": "writes a replica's state outside the data directory",
+    "log_tc": "writes the transaction coordinator's log outside the data directory",
+    "innodb_data_home_dir": "puts InnoDB's data files outside the data directory",
+    "innodb_log_group_home_dir": "puts InnoDB's redo log outside the data directory",
+    "innodb_undo_directory": "puts InnoDB's undo logs outside the data directory",
+    "aria_log_dir_path": "puts Aria's log outside the data directory",
+    "rocksdb_datadir": "puts MyRocks's data outside the data directory",
+    "rocksdb_wal_dir": "puts MyRocks's write-ahead log outside the data directory",
+}
+# Of UNSAFE, the switches that are unsafe only when on (`skip-x`, `disable-x` and `x = OFF` are safe), the
+# paths, and the plugin lists (the MyRocks plugin is safe: dbsweep loads it itself for a config that uses it).
+_SWITCHES = frozenset({"allow_suspicious_udfs"})
+_PATHS = frozenset(
+    {
+        "general_log_file",
+        "slow_query_log_file",
+        "log_slow_query_file",
+        "log_bin",
+        "log_bin_index",
+        "relay_log",
+        "relay_log_index",
+        "relay_log_info_file",
+        "master_info_file",
+        "log_tc",
+        "innodb_data_home_dir",
+        "innodb_log_group_home_dir",
+        "innodb_undo_directory",
+        "aria_log_dir_path",
+        "rocksdb_datadir",
+        "rocksdb_wal_dir",
+    }
+)
+_PLUGIN_LISTS = frozenset({"plugin_load", "plugin_load_add"})
+_OFF = frozenset({"0", "off", "false"})
 # MariaDB's default max_connections.
 DEFAULT_MAX_CONNECTIONS = 151
 # Rough storage figures (preflight's estimate), measured on 10.11: a fresh data directory (system tables,
@@ -114,6 +173,39 @@ def parse(lines: list[tuple[str, str]]) -> tuple[Setting, ...]:
             raise DbsweepError(f"{origin}: {m.group(1)} cannot be set in a config: {OWNED[key]}")
         out.append(Setting(name, _unquote(m.group(2) or ""), origin))
     return tuple(out)
+
+
+def unsafe_entry(setting: Setting) -> str | None:
+    """The UNSAFE entry a setting sets, named as the server reads it (`loose-`, `skip-` and the like), or None:
+    a switch turned off, a path inside the data directory and the MyRocks plugin are safe."""
+    name = setting.name.removeprefix(LOOSE)
+    key = name if name in UNSAFE else base_name(name)
+    if key not in UNSAFE:
+        return None
+    value = setting.value.strip()
+    if key in _SWITCHES and _turned_off(name, key, value):
+        return None
+    if key in _PATHS and _inside_datadir(value):
+        return None
+    if key in _PLUGIN_LISTS and _only_myrocks(value):
+        return None
+    return key
+
+
+def _turned_off(name: str, key: str, value: str) -> bool:
+    """Whether a line turns the switch `key` off: `skip-key`, `disable-key`, or `key = OFF` (or 0, false)."""
+    return (name != key and name.startswith(("skip_", "disable_"))) or value.lower() in _OFF
+
+
+def _inside_datadir(path: str) -> bool:
+    """Whether a path the server resolves from its data directory stays in it (`~` is a home directory)."""
+    return not path.startswith(("/", "~")) and ".." not in path.split("/")
+
+
+def _only_myrocks(plugins: str) -> bool:
+    """Whether a plugin list (`name=library;library`) loads the MyRocks library alone."""
+    libraries = [item.split("=", 1)[-1].strip() for item in plugins.split(";") if item.strip()]
+    return bool(libraries) and all(lib.removesuffix(".so") == "ha_rocksdb" for lib in libraries)
 
 
 def base_name(name: str) -> str:

@@ -3,6 +3,7 @@ server's lifecycle, and its statistics."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -83,7 +84,12 @@ class Postgres(base.Engine):
     def known_settings(self, install: base.Install) -> set[str]:
         return known_settings(install)
 
-    def fit_config(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
+    unsafe_settings: ClassVar[Mapping[str, str]] = config.UNSAFE
+
+    def unsafe_entry(self, setting: Setting) -> str | None:
+        return config.unsafe_entry(setting)
+
+    def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
         return config.fit_to_version(diff, self.known_settings(install), install.short_version, optional)
 
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:

@@ -1,5 +1,9 @@
 """Postgres config diffs: `name = value` lines as postgresql.conf takes them, `include 'file'` inlined by
-dbsweep, checked against the binary's own list of settings and fitted to a version."""
+dbsweep, checked against the binary's own list of settings and fitted to a version.
+
+Names are read as Postgres reads them, in any case. How clients reach the server and where its files are, are
+dbsweep's (`OWNED`): a diff cannot set them. What loads code, runs commands, decides who may connect or writes
+outside the data directory (`UNSAFE`) a diff may set only where the study allows it by name."""
 
 from __future__ import annotations
 
@@ -9,6 +13,39 @@ from dbsweep.configs import ConfigDiff, Setting
 from dbsweep.errors import DbsweepError
 
 _SETTING = re.compile(r"""^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$""")
+# What dbsweep sets for every instance and a diff may not (the server's command line sets the first four at
+# each start, which would silently win over a diff's value).
+OWNED = {
+    "port": "dbsweep picks a free loopback port at each start",
+    "listen_addresses": "servers listen on loopback only",
+    "unix_socket_directories": "dbsweep gives each server a private socket",
+    "unix_socket_permissions": "dbsweep gives each server a private socket",
+    "unix_socket_group": "dbsweep gives each server a private socket",
+    "data_directory": "the data directory is the instance's own",
+    "config_file": "the instance's postgresql.conf is dbsweep's",
+}
+# What a diff may set only where the study allows it (`allow_unsafe_settings`), and why. The paths are unsafe
+# only outside the data directory: the server works in it, so a relative path without `..` stays there.
+UNSAFE = {
+    "hba_file": "replaces the rules of who may connect and how they authenticate",
+    "ident_file": "replaces the map of which system users log in as which database users",
+    "shared_preload_libraries": "loads shared libraries into the server at start",
+    "local_preload_libraries": "loads shared libraries into every session",
+    "session_preload_libraries": "loads shared libraries into every session",
+    "dynamic_library_path": "changes where the server loads shared libraries from",
+    "jit_provider": "loads a shared library as the JIT compiler",
+    "archive_command": "runs a shell command for every WAL segment",
+    "archive_library": "loads a shared library to archive WAL",
+    "restore_command": "runs a shell command to fetch WAL",
+    "archive_cleanup_command": "runs a shell command at every restartpoint",
+    "recovery_end_command": "runs a shell command when recovery ends",
+    "ssl_passphrase_command": "runs a shell command to read the TLS key's passphrase",
+    "log_directory": "writes the server's logs outside the data directory",
+    "log_filename": "writes the server's logs outside the data directory",
+    "external_pid_file": "writes a PID file outside the data directory",
+    "stats_temp_directory": "writes statistics files outside the data directory",
+}
+_PATHS = frozenset({"log_directory", "log_filename", "external_pid_file", "stats_temp_directory"})
 # Postgres's default max_connections.
 DEFAULT_MAX_CONNECTIONS = 100
 # Rough storage figures of this VM (preflight's estimate): an empty cluster with its first WAL segment, the WAL
@@ -40,8 +77,21 @@ def parse(lines: list[tuple[str, str]]) -> tuple[Setting, ...]:
         m = _SETTING.match(body)
         if not m or not m.group(2):
             raise DbsweepError(f"{origin}: cannot read {line.strip()!r} as `name = value`")
+        if m.group(1).lower() in OWNED:
+            raise DbsweepError(f"{origin}: {m.group(1)} cannot be set in a config: {OWNED[m.group(1).lower()]}")
         out.append(Setting(m.group(1), m.group(2).strip("'"), origin))
     return tuple(out)
+
+
+def unsafe_entry(setting: Setting) -> str | None:
+    """The UNSAFE entry a setting sets (in any case), or None: a path inside the data directory is safe."""
+    key = setting.name.lower()
+    if key not in UNSAFE:
+        return None
+    path = setting.value.strip()
+    if key in _PATHS and not path.startswith("/") and ".." not in path.split("/"):
+        return None
+    return key
 
 
 def fit_to_version(diff: ConfigDiff, supported: set[str], version: str, optional: set[str]) -> tuple[str, list[str]]:

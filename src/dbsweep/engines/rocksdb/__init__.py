@@ -4,6 +4,7 @@ database directory's lifecycle."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -62,7 +63,9 @@ class Rocksdb(base.Engine):
         db_bench = inst.bin("db_bench")
         return set(install.known_flags(str(db_bench), db_bench.stat().st_mtime))
 
-    def fit_config(self, diff: ConfigDiff, inst: base.Install, optional: set[str]) -> tuple[str, list[str]]:
+    unsafe_settings: ClassVar[Mapping[str, str]] = config.UNSAFE
+
+    def fit_to_install(self, diff: ConfigDiff, inst: base.Install, optional: set[str]) -> tuple[str, list[str]]:
         return config.fit(diff, self.known_settings(inst), inst.short_version, optional)
 
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:

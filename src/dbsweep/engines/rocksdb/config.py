@@ -39,6 +39,36 @@ SUITE_OWNED = frozenset(
         "options_file",
     }
 )
+# Flags a config may set only where the study allows them (`allow_unsafe_settings`), and why: every flag that
+# takes a path (db_bench works on the instance's database directory alone), and those that read more flags or
+# pick another file system, which dbsweep could not check.
+_READS_FLAGS = "reads more flags, which dbsweep cannot check"
+_PATH = "reads or writes files at a path of its choosing, outside the instance's directory"
+UNSAFE = {
+    "flagfile": _READS_FLAGS + ", from a file",
+    "fromenv": _READS_FLAGS + ", from the environment",
+    "tryfromenv": _READS_FLAGS + ", from the environment",
+    "env_uri": "puts the database on an environment of its choosing (a plugin, possibly remote)",
+    "fs_uri": "puts the database on a file system of its choosing (a plugin, possibly remote)",
+    "wal_dir": "writes the write-ahead log outside the instance's directory",
+    "backup_dir": _PATH,
+    "restore_dir": _PATH,
+    "read_cache_path": _PATH,
+    "secondary_path": _PATH,
+    "simulate_hybrid_fs_file": _PATH,
+    "trace_file": _PATH,
+    "block_cache_trace_file": _PATH,
+    "io_trace_file": _PATH,
+    "truth_db": _PATH,
+    # The trace analysers' flags, which db_bench's binary lists too.
+    "block_cache_trace_path": _PATH,
+    "block_cache_analysis_result_dir": _PATH,
+    "block_cache_sim_config_path": _PATH,
+    "human_readable_trace_file_path": _PATH,
+    "trace_path": _PATH,
+    "key_space_dir": _PATH,
+    "output_dir": _PATH,
+}
 CACHE_WORDS = ("lru", "hyper_clock")
 HYPER_CLOCK_FROM = (7, 7)
 AUTO_HYPER_CLOCK_FROM = (8, 5)

@@ -3,6 +3,7 @@ names, the build recipe of the library and its shell, PRAGMA configs, and the da
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -69,7 +70,9 @@ class Sqlite(base.Engine):
             raise DbsweepError(f"{shell} could not list its pragmas: {r.stderr.strip()[:300]}")
         return {line.strip().lower() for line in r.stdout.splitlines() if line.strip()}
 
-    def fit_config(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
+    unsafe_settings: ClassVar[Mapping[str, str]] = config.UNSAFE
+
+    def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
         return config.fit(diff, self.known_settings(install), install.short_version, optional)
 
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:

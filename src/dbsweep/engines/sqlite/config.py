@@ -25,6 +25,13 @@ _WORDS: dict[str, dict[str, str]] = {
 _BOOLEAN = {"on": "1", "yes": "1", "true": "1", "off": "0", "no": "0", "false": "0"}
 # Pragmas a diff may not set: they change what a step measures behind its back, or the file's identity.
 _REFUSED = {"busy_timeout": "the load client sets the busy timeout itself (--busy-timeout-ms)"}
+# Pragmas a diff may set only where the study allows them (`allow_unsafe_settings`), and why. No pragma loads
+# an extension (that is a C call the load client never makes), and the schema the untrusted-schema guard
+# (trusted_schema) protects against is the load client's own.
+UNSAFE = {
+    "temp_store_directory": "puts temporary files in a directory of its choosing, outside the workspace",
+    "data_store_directory": "puts database files in a directory of its choosing, outside the workspace",
+}
 
 
 def parse(lines: list[tuple[str, str]]) -> tuple[Setting, ...]:

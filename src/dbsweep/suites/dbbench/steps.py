@@ -129,6 +129,17 @@ GROUPS = {
     "writes": "writes",
 }
 SETUP = ("fillseq", "overwritesome")
+# The step that loads the database from nothing; every other step works on what it loaded.
+LOAD = "fillseq"
+# The benchmarks whose result line says how many of their reads found a key ("(N of M found)"), by what a
+# read is.
+FINDS = {
+    "readrandom": "read",
+    "multireadrandom": "read",
+    "readwhilewriting": "read",
+    "seekrandom": "seek",
+    "seekrandomwhilewriting": "seek",
+}
 # Reads every key once, in order, into the block cache, whatever --reads says (every db_bench since 6.x has it):
 # it puts a counted run of a cached profile where the timed steps spend their time, on blocks in the cache.
 WARMUP = "readtocache"

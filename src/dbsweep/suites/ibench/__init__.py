@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from dbsweep.measure.instructions import CountPlan
-from dbsweep.measure.integrity import Expectation
+from dbsweep.measure.integrity import Expectation, Nonzero
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 
@@ -180,7 +180,9 @@ class Ibench(Suite):
         z = self.sizes()
         work = ("inserted_rows", self.step_rows(step) * z.clients)
         if step in RATES:
-            return Expectation(seconds=float(z.rw_seconds), may_run_long=True, work=work)
+            # Its queries read the rows the load put in: none returned means they read empty tables.
+            rows = Nonzero("query_rows", "no query returned a row", "the tables hold none of the rows the step reads")
+            return Expectation(seconds=float(z.rw_seconds), may_run_long=True, work=work, nonzero=(rows,))
         # l.x is one CREATE INDEX per table after its few rows: seconds without a finished operation are normal.
         return Expectation(steady=step != "l.x", work=work)
 

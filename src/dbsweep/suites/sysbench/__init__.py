@@ -11,15 +11,18 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from dbsweep.measure.instructions import CountPlan
-from dbsweep.measure.integrity import Expectation
+from dbsweep.measure.integrity import Expectation, Nonzero
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 from dbsweep.suites.sysbench.steps import (
     ALIASES,
+    CHANGES_ROWS,
     FIVE_GROUPS,
     GROUP_SCHEMES,
     GROUPS,
     LOAD_STEP,
+    READ_NONE,
+    RETURNS_ROWS,
     SCAN_WARM_SECONDS,
     SETS,
     STEP_NAMES,
@@ -176,7 +179,19 @@ class Sysbench(Suite):
         if step == LOAD_STEP:
             # The load ends with CREATE INDEX: seconds without a finished insert are normal then.
             return Expectation(steady=False, work=("operations", s.rows * s.tables))
-        return Expectation(seconds=float(self.seconds(step)))
+        # A query of an empty table is fast: a step that read or wrote nothing looks healthy otherwise.
+        workload = STEPS[step].workload
+        nonzero = [Nonzero("rows_returned", *READ_NONE)] if workload in RETURNS_ROWS else []
+        if workload in CHANGES_ROWS:
+            nonzero.append(Nonzero("rows_affected", *CHANGES_ROWS[workload]))
+        return Expectation(seconds=float(self.seconds(step)), nonzero=tuple(nonzero))
+
+    def loads(self, step: str) -> bool:
+        return step == LOAD_STEP
+
+    def needs_loaded(self, step: str) -> str | None:
+        """Every step works on the tables the load makes; the load always runs first (cell_steps)."""
+        return None if step == LOAD_STEP else "works on the sbtest tables"
 
     def tables(self) -> list[str]:
         return [f"sbtest{i}" for i in range(1, self.settings.tables + 1)]

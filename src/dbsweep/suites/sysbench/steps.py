@@ -129,6 +129,32 @@ _ALL: list[StepSpec] = [
     _step("insert", duration="insert"),
 ]
 
+# What a microbenchmark's statements must do on the loaded tables, for the load client's rows_returned and
+# rows_affected: (what zero means, why). Its SELECTs return rows: not scan's, which matches none by design,
+# and not those of a workload that only writes. Its writes change rows: an UPDATE of ids the load made, an
+# INSERT its row (write-only and read-write put back each row they delete). Not delete's: its random ids
+# empty a small table within the warm-up on a fast engine (SQLite: 5,000 rows in well under a second), so a
+# measured window that deleted nothing is the method's, not a fault.
+RETURNS_ROWS = frozenset(
+    {
+        "point-query",
+        "random-points",
+        "hot-points",
+        *_READ_POINTS,
+        *_READ_RANGES,
+        "read-only",
+        *_RO_1000,
+        "read-write",
+    }
+)
+READ_NONE = ("no query returned a row", "the tables hold none of the rows the step reads")
+CHANGES_ROWS: dict[str, tuple[str, str]] = {
+    **{w: ("no update changed a row", "the tables hold none of the rows the step updates") for w in _UPDATES},
+    "write-only": ("no write changed a row", "the tables hold none of the rows the step writes"),
+    "read-write": ("no write changed a row", "the tables hold none of the rows the step writes"),
+    "insert": ("no insert added a row", "the server took the inserts without reporting a row added"),
+}
+
 STEPS: dict[str, StepSpec] = {s.name: s for s in _ALL}
 STEP_NAMES = tuple(s.name for s in _ALL)
 

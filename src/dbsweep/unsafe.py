@@ -1,0 +1,96 @@
+"""Settings that change who gets in or what runs: the study's side of them.
+
+Each engine names the settings a config may use only where the study allows them (`Engine.unsafe_settings`,
+from its config module: accounts, authentication, listening, code it loads, commands it runs, files written
+outside the instance's directory) and refuses them in `Engine.refuse_unsafe`. This module checks a study's
+`allow_unsafe_settings` against its configs when the study is loaded (so `validate` and `run` refuse before
+any work; `Engine.fit_config` checks again at run time, long after the study was read), and words what was
+allowed for the provenance and the reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from dbsweep import configs
+from dbsweep.errors import DbsweepError
+
+if TYPE_CHECKING:
+    from dbsweep.study import Study
+
+PROVENANCE_KEY = "unsafe_settings_allowed"
+
+
+def study_problems(study: Study) -> list[tuple[str, str]]:
+    """(field, message) for every allow_unsafe_settings entry that names no unsafe setting, and every config
+    that sets an unsafe setting the study does not allow (once per config, at the first target naming it)."""
+    from dbsweep.engines.registry import engine_named
+
+    engine = engine_named(study.engine)
+    out: list[tuple[str, str]] = []
+    for i, name in enumerate(study.allow_unsafe_settings):
+        if engine.unsafe_name(name) not in engine.unsafe_settings:
+            known = ", ".join(sorted(engine.unsafe_settings)) or "none"
+            out.append(
+                (
+                    f"allow_unsafe_settings[{i}]",
+                    f"{name!r} is not a setting {engine.title} refuses as unsafe; those a study may allow: {known}",
+                )
+            )
+    seen: set[str] = set()
+    for i, t in enumerate(study.targets):
+        if t.config in seen:
+            continue
+        seen.add(t.config)
+        try:
+            diff = configs.load(study.engine, t.config)
+        except DbsweepError:
+            continue  # the study's own check reports a config it cannot load
+        try:
+            engine.refuse_unsafe(diff, study.allow_unsafe_settings)
+        except DbsweepError as e:
+            out.append((f"targets[{i}].config", str(e)))
+    return out
+
+
+def warnings(study: Study) -> list[tuple[str, str]]:
+    """(field, message) for every unsafe setting a config sets and the study allows: `validate` and `run` say
+    so before any work."""
+    from dbsweep.engines.registry import engine_named
+
+    engine = engine_named(study.engine)
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i, t in enumerate(study.targets):
+        if t.config in seen:
+            continue
+        seen.add(t.config)
+        try:
+            found = engine.unsafe_in(configs.load(study.engine, t.config).settings)
+        except DbsweepError:
+            continue
+        out += [
+            (
+                f"targets[{i}].config",
+                f"config {t.config} sets {u.setting.name} ({u.setting.origin}), which {u.reason}; "
+                "the study allows it (allow_unsafe_settings)",
+            )
+            for u in found
+        ]
+    return out
+
+
+def allowed_in(engine_name: str, config_text: str) -> dict[str, str]:
+    """The unsafe settings a fitted config sets (the run got this far, so the study allowed them), each with
+    why it is unsafe: for the provenance."""
+    from dbsweep.engines.registry import engine_named
+
+    engine = engine_named(engine_name)
+    lines = [(line, f"line {n}") for n, line in enumerate(config_text.splitlines(), 1)]
+    return {u.name: u.reason for u in engine.unsafe_in(engine.parse_config(lines))}
+
+
+def describe(allowed_settings: Mapping[str, str]) -> str:
+    """`init_file (runs SQL ...), plugin_load (loads ...)`, as the reports show it."""
+    return ", ".join(f"{name} ({reason})" for name, reason in sorted(allowed_settings.items()))
