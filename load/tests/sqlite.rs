@@ -235,7 +235,7 @@ fn sqlite_refusals_are_one_sentence() {
     assert!(m.starts_with(&format!("cannot load the SQLite library {}: ", missing.display())), "{m}");
     // The step needs its tables (and a bad pragma fails the connect).
     let r = run(&["sysbench", "point-query", "--engine", "sqlite", "--library", lib, "--database", db_s], &[]);
-    assert!(r.last["message"].as_str().unwrap().contains("run the prepare step"), "{}", r.last);
+    assert!(r.last["message"].as_str().unwrap().contains("the load step makes them"), "{}", r.last);
     let r = run(
         &[
             "sysbench",

@@ -5,18 +5,18 @@ from __future__ import annotations
 import errno
 import functools
 import logging
-import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from dbsweep import __version__, procs
+from dbsweep import __version__, procs, say
 from dbsweep.errors import DbsweepError, StudyError
-from dbsweep.results.store import Store
+from dbsweep.results.store import Store, is_blank
 from dbsweep.study import Study, load_study
 from dbsweep.workspace import writing
 
@@ -32,16 +32,8 @@ app = typer.Typer(
 )
 
 
-def _console(stderr: bool = False) -> Console:
-    """A console; written to a file or a pipe (a log, CI), it is 160 columns wide instead of rich's 80,
-    which would cut the numbers in wide tables. COLUMNS still wins."""
-    stream = sys.stderr if stderr else sys.stdout
-    wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, width=160 if wide else None)
-
-
-console = _console()
-err = _console(stderr=True)
+console = say.console()
+err = say.console(stderr=True)
 
 StudyArg = Annotated[Path, typer.Argument(help="The study file (TOML).", show_default=False)]
 WorkspaceOpt = Annotated[
@@ -70,8 +62,9 @@ def _open_store(study: Study, must_exist: bool, read_only: bool = False) -> Stor
     from dbsweep.runner import store_path
 
     p = store_path(study)
-    if must_exist and not p.is_file():
-        raise DbsweepError(f"no results yet for {study.title}: {p} does not exist; run `dbsweep run {study.path}`.")
+    if must_exist and (not p.is_file() or is_blank(p)):
+        what = "is empty" if p.is_file() else "does not exist"
+        raise DbsweepError(f"no results yet for {study.title}: {p} {what}; run `dbsweep run {study.path}`.")
     if p.is_dir():
         raise DbsweepError(f"the results store {p} is a directory; move it aside.")
     return Store(p, read_only=read_only)
@@ -101,7 +94,7 @@ def _preflight(s: Study, *, counts_only: bool = False) -> str:
     if checked.problems:
         raise StudyError(checked.problems)
     for w in checked.warnings:
-        err.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
+        err.print(say.line(say.styled("warning:", "yellow"), f" {w}"), soft_wrap=True)
     return preflight.describe(checked.estimate)
 
 
@@ -119,10 +112,13 @@ def validate(
     cells = plan.cells(s)
     what = s.bench.describe()
     console.print(
-        f"[green]ok[/green] {study}: engine {s.engine}, {len(s.targets)} targets "
-        f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells"
+        say.line(
+            say.styled("ok", "green"),
+            f" {study}: engine {s.engine}, {len(s.targets)} targets "
+            f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells",
+        )
     )
-    console.print(estimate, highlight=False)
+    console.print(estimate)
 
 
 @app.command()
@@ -172,7 +168,7 @@ def run(
     only = _targets_named(s, target) if target else None
     # Checked and estimated as the run will do it: the targets it runs, not the others.
     checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
-    err.print(_preflight(checked, counts_only=counts_only), highlight=False, soft_wrap=True)
+    err.print(_preflight(checked, counts_only=counts_only), soft_wrap=True)
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:
@@ -206,8 +202,11 @@ def run(
                 console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
             if outcome.skipped_failed:
                 err.print(
-                    f"[yellow]{outcome.skipped_failed} cells failed earlier and were not retried; "
-                    "use --rerun-failed to retry them.[/yellow]"
+                    say.styled(
+                        f"{outcome.skipped_failed} cells failed earlier and were not retried; "
+                        "use --rerun-failed to retry them.",
+                        "yellow",
+                    )
                 )
             terminal.render(report_data.gather(s, store, run_id), console)
             # Failed cells, of this run or left failed from an earlier one, make the exit status 1.
@@ -253,7 +252,7 @@ def calibrate(
                 raise DbsweepError(f"--steps: {name!r} is not a {s.suite.name} step")
             step_list.append(full)
     c = cal.copies(s, chosen, step_list, repeats, placement)
-    err.print(_preflight(c), highlight=False, soft_wrap=True)
+    err.print(_preflight(c), soft_wrap=True)
     with writing(c.workspace_dir):
         store = _open_store(c, must_exist=False)
         try:
@@ -298,9 +297,12 @@ def calibrate(
     if rate is not None:
         colour = "green" if rate <= 0.05 else "red"
         console.print(
-            f"A-A false-positive rate: [{colour}]{rate:.1%}[/{colour}] of {count} verdicts (QPS and cpu/o, after "
-            "2, 3, ... rounds) came out faster or slower; the rest same or unsure. MDE = smallest change the "
-            f"verdict detects with {c.repeats} rounds (80 % power)."
+            say.line(
+                "A-A false-positive rate: ",
+                say.styled(f"{rate:.1%}", colour),
+                f" of {count} verdicts (QPS and cpu/o, after 2, 3, ... rounds) came out faster or slower; the rest "
+                f"same or unsure. MDE = smallest change the verdict detects with {c.repeats} rounds (80 % power).",
+            )
         )
 
 
@@ -312,7 +314,8 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
 
     s = _study(study, workspace)
     # Nothing is created or written: without a store every cell is pending.
-    store = _open_store(s, must_exist=False, read_only=True) if store_path(s).exists() else None
+    p = store_path(s)
+    store = _open_store(s, must_exist=False, read_only=True) if p.exists() and not is_blank(p) else None
     try:
         latest = store.latest_run(s.title) if store else None
         stored = store.statuses(latest[0]) if store and latest else {}
@@ -329,7 +332,7 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
                 key.step,
                 str(key.clients),
                 str(key.repetition),
-                f"[{style}]{st}[/]",
+                say.styled(st, style),
                 (error or "").splitlines()[0][:80] if error else "",
             )
         console.print(table)
@@ -360,7 +363,7 @@ def _latest_run(s: Study, store: Store, path: Path) -> int:
 
 def _written(path: Path | None) -> None:
     if path is not None:
-        err.print(f"wrote {path}", highlight=False)
+        err.print(f"wrote {path}")
 
 
 @app.command()
@@ -417,6 +420,8 @@ def why(
     store = _open_store(s, must_exist=True, read_only=True)
     try:
         rid = run_id if run_id is not None else _latest_run(s, store, study)
+        if not store.target_ids(rid):
+            raise DbsweepError(f"no run {rid} of {s.title} in {store.path}")
         counts = store.instruction_counts(rid)
     finally:
         store.close()
@@ -434,14 +439,13 @@ def why(
     console.print(
         f"{step}: {target} runs {float(other['per_event']):,.0f} instructions per event, {s.base} "
         f"{float(base['per_event']):,.0f} ({report_fmt.signed_pct(ratio)}); the functions that changed most "
-        "(own instructions per event, change, change %, function, file:line):",
-        highlight=False,
+        "(own instructions per event, change, change %, function, file:line):"
     )
     changes = instr.why(base, other, top=top)
     if not changes:
         console.print("no per-function counts were kept for this step (count it again with this version).")
     for c in changes:
-        console.print(f"  {report_fmt.function_change(c)}", highlight=False, markup=False)
+        console.print(f"  {report_fmt.function_change(c)}")
 
 
 @app.command()
@@ -465,6 +469,8 @@ def compare(
     fmt = parse_format(format)
     if (study_b is None) == (targets is None):
         raise DbsweepError("give a second study, or --targets BASE OTHER for two targets of one study")
+    if targets is not None and targets[0] == targets[1]:
+        raise DbsweepError(f"--targets: {targets[0]!r} twice; give two different targets, the base first")
     a = _study(study_a, workspace)
     store_a = _open_store(a, must_exist=True, read_only=True)
     try:
@@ -513,6 +519,11 @@ def sources(
         if d.debian_version not in {x.debian_version for x in listed}
     ]
     found = sorted([*listed, *pooled], key=functools.cmp_to_key(debian.source_order))
+    if not found:
+        raise DbsweepError(
+            f"no version of {naming.title} was found in Debian's source package lists under {root}: the lists may "
+            "not have been fetched (see the messages above); run again once the package archive can be reached."
+        )
     table = Table(
         title=f'{naming.title} from Debian\'s source packages (source = "VERSION" or "debian:VERSION")',
         title_justify="left",
@@ -535,7 +546,7 @@ def build_cmd(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Build what a study needs (or one source at some variants); cached builds are reused."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn
 
     from dbsweep.build import variants as variant_mod
     from dbsweep.engines.registry import names
@@ -562,15 +573,17 @@ def build_cmd(
     failed = 0
     with (
         writing(ws),
-        Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), console=err) as prog,
+        Progress(say.column("{task.description}", "bold"), BarColumn(), TimeElapsedColumn(), console=err) as prog,
     ):
         for engine, src, var, label in jobs:
             try:
                 b = build_from_source(engine, src, var, ws, prog, label)
-                prog.console.print(f"[green]built[/green] {label}: {b.dir} ({b.build_seconds:.0f} s)")
+                prog.console.print(
+                    say.line(say.styled("built", "green"), f" {label}: {b.dir} ({b.build_seconds:.0f} s)")
+                )
             except DbsweepError as e:
                 failed += 1
-                prog.console.print(f"[red]failed[/red] {label}: {e}")
+                prog.console.print(say.line(say.styled("failed", "red"), f" {label}: {e}"))
     _print_builds(ws)
     if failed:
         raise typer.Exit(1)
@@ -609,6 +622,9 @@ def _print_builds(workspace: Path) -> None:
 @app.command()
 def builds(workspace: WorkspaceOpt = None) -> None:
     """List the builds in the workspace with flags, size and build time."""
+    if workspace is not None and not workspace.is_dir():
+        what = "is a file, not a workspace directory" if workspace.exists() else "does not exist"
+        raise DbsweepError(f"--workspace: {workspace} {what}.")
     _print_builds((workspace or Path(".dbsweep")).resolve())
 
 
@@ -617,7 +633,7 @@ class _ToConsole(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         colour = "yellow" if record.levelno >= logging.WARNING else "dim"
-        err.print(f"[{colour}]{record.getMessage()}[/{colour}]", highlight=False, soft_wrap=True)
+        err.print(say.styled(record.getMessage(), colour), soft_wrap=True)
 
 
 def _os_error(e: OSError) -> str:
@@ -634,9 +650,16 @@ def _os_error(e: OSError) -> str:
     return f"{e.strerror or e}{':' if where else ''}{where}"
 
 
+def _error(message: object) -> Text:
+    return say.line(say.styled("error:", "red"), f" {message}")
+
+
 def main() -> None:
     from dbsweep.results.store import DATABASE_ERRORS, explain
 
+    # Ctrl-C is KeyboardInterrupt whatever dbsweep inherited: started in the background of a script, Python leaves
+    # SIGINT ignored, and `kill -INT` would not stop a run.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     logger = logging.getLogger("dbsweep")
     logger.addHandler(_ToConsole())
     logger.setLevel(logging.INFO)
@@ -645,16 +668,16 @@ def main() -> None:
         app()
     except StudyError as e:
         for p in e.problems:
-            err.print(f"[red]error:[/red] {p}", highlight=False, soft_wrap=True)
+            err.print(_error(p), soft_wrap=True)
         sys.exit(2)
     except DbsweepError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        err.print(_error(e), soft_wrap=True)
         sys.exit(1)
     except DATABASE_ERRORS as e:
-        err.print(f"[red]error:[/red] {explain(e)}", highlight=False, soft_wrap=True)
+        err.print(_error(explain(e)), soft_wrap=True)
         sys.exit(1)
     except OSError as e:
-        err.print(f"[red]error:[/red] {_os_error(e)}", highlight=False, soft_wrap=True)
+        err.print(_error(_os_error(e)), soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted.")

@@ -16,6 +16,7 @@ from dbsweep.engines.base import Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
+from dbsweep.say import styled
 from dbsweep.sources import Naming
 from dbsweep.sources.resolve import resolve
 from dbsweep.study import Study, Target, source_kind
@@ -77,10 +78,10 @@ def build_from_source(
     """The cached build of an engine's source at a variant, made now (with a progress bar) when missing."""
     recipe = recipe_of(engine)
 
-    def say(message: str) -> None:
-        progress.console.print(f"[dim]{label}: {message}[/dim]")
+    def tell(message: str) -> None:
+        progress.console.print(styled(f"{label}: {message}", "dim"))
 
-    tree = resolve(source, workspace / "sources", log=say, naming=naming_of(engine))
+    tree = resolve(source, workspace / "sources", log=tell, naming=naming_of(engine))
     cached = cache.find(recipe, tree, variant, workspace / "builds")
     if cached is not None:
         return cached
@@ -90,7 +91,7 @@ def build_from_source(
         progress.update(task, completed=100 * fraction, description=f"build {label}: {message}")
 
     try:
-        return cache.build(recipe, tree, variant, workspace / "builds", log=say, progress=advance)
+        return cache.build(recipe, tree, variant, workspace / "builds", log=tell, progress=advance)
     finally:
         progress.remove_task(task)
 

@@ -14,21 +14,22 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from dbsweep.say import column, line, styled
 
 
 def bars(console: Console) -> Progress:
     """A progress display: what, bar, n of m and unit, elapsed, time left."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        column("{task.description}", "bold"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[unit]}"),
+        column("{task.fields[unit]}"),
         TimeElapsedColumn(),
-        TextColumn("left"),
+        column("left"),
         TimeRemainingColumn(),
         console=console,
         transient=False,
@@ -80,7 +81,5 @@ class CellLog:
         when = f"{duration(left)} left" if left is not None and self.done < self.total else "last cell"
         colour = "green" if ok else "red"
         self.console.print(
-            f"[{self.done}/{self.total}] {cell}: [{colour}]{outcome}[/{colour}] · {when}",
-            highlight=False,
-            soft_wrap=True,
+            line(f"[{self.done}/{self.total}] {cell}: ", styled(outcome, colour), f" · {when}"), soft_wrap=True
         )

@@ -31,6 +31,7 @@ from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
 from dbsweep.results.model import CellKey, CellResult
 from dbsweep.results.store import Store, now
+from dbsweep.say import styled
 from dbsweep.study import Study, Target
 
 
@@ -74,18 +75,43 @@ def open_run(study: Study, store: Store, fresh: bool) -> int:
 
 
 def _say(progress: Progress, who: str, message: str) -> None:
-    progress.console.print(f"[dim]{who}: {message}[/dim]")
+    progress.console.print(styled(f"{who}: {message}", "dim"))
 
 
 def _state_file(instance: Instance) -> Path:
-    """The setup steps whose work the data directory holds, one per line, in order."""
+    """The setup steps whose work the data directory holds, one per line, in order; each with the identity of
+    the file or directory that held the data then, for an engine whose data is one (see `_replaced`)."""
     return instance.home / "state"
 
 
-def _mark_state(instance: Instance, step: str) -> None:
+def _mark_state(instance: Instance, step: str, serverless: bool) -> None:
+    identity = instance.watermark().identity if serverless else ""
     with _state_file(instance).open("a") as f:
-        f.write(step + "\n")
+        f.write(f"{step} {identity}".rstrip() + "\n")
         f.flush()
+
+
+def _held(instance: Instance) -> list[tuple[str, str]]:
+    """(setup step, identity of the data then) as `_mark_state` wrote them."""
+    out = []
+    for line in _state_file(instance).read_text().splitlines():
+        step, _, identity = line.strip().partition(" ")
+        if step:
+            out.append((step, identity))
+    return out
+
+
+def _replaced(instance: Instance, serverless: bool) -> str | None:
+    """Why a kept data directory no longer holds what its setup steps left, or None. An engine without a server
+    holds its data in one file or directory, replaced or removed as a whole (a step that died half-way through
+    may leave a new, empty one behind); a resume on it would fail every cell again, for want of the tables."""
+    if not serverless:
+        return None
+    now = instance.watermark().identity
+    for step, identity in _held(instance):
+        if identity and identity != now:
+            return f"its data is no longer the one {step} made (it was replaced or removed since)"
+    return None
 
 
 @dataclass
@@ -189,7 +215,7 @@ class Runner:
         if not todo and not counts and not profiles:
             return out
         if len(planned) > len(todo):  # a resume: the estimate above was the whole study's
-            self.console.print(_resuming(run_id, len(planned), len(todo), out.skipped_failed, counts), highlight=False)
+            self.console.print(_resuming(run_id, len(planned), len(todo), out.skipped_failed, counts))
         groups: dict[tuple[int, str], list[CellKey]] = {}
         for key in todo:
             groups.setdefault((key.repetition, key.target), []).append(key)
@@ -230,10 +256,10 @@ class Runner:
         try:
             c = canary.run(cpus=self.cpus.server)  # the CPUs the server will have: theirs is the drift that matters
         except canary.CanaryError as e:
-            progress.console.print(f"[yellow]round {rep}: no canary: {e}[/yellow]")
+            progress.console.print(styled(f"round {rep}: no canary: {e}", "yellow"))
             return
         self.store.write_canary(run_id, rep, c.iterations, c.seconds, c.cpu_seconds)
-        progress.console.print(f"[dim]round {rep}: canary {c.rate / 1e6:.2f} M iterations/s[/dim]")
+        progress.console.print(styled(f"round {rep}: canary {c.rate / 1e6:.2f} M iterations/s", "dim"))
 
     # ---- instructions per operation (measure.instructions) ---------------------------------------------
 
@@ -251,9 +277,11 @@ class Runner:
         stale, changed = instructions.stale_counts(have, instructions.held_by(self.engine.instance_type))
         if stale:
             self.console.print(
-                f"[yellow]{len(stale)} instruction counts were taken with other settings held still than "
-                f"{self.engine.title}'s count holds now ({'; '.join(changed)}): they are taken again.[/yellow]",
-                highlight=False,
+                styled(
+                    f"{len(stale)} instruction counts were taken with other settings held still than "
+                    f"{self.engine.title}'s count holds now ({'; '.join(changed)}): they are taken again.",
+                    "yellow",
+                ),
             )
             have = {k: v for k, v in have.items() if k not in stale}
         todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
@@ -312,7 +340,7 @@ class Runner:
                     self.store.write_instructions(run_id, target_ids[task.label], step, data, error)
                     if error and not log.active:
                         progress.console.print(
-                            f"[yellow]{task.label} {step}: instructions not counted: {error}[/yellow]"
+                            styled(f"{task.label} {step}: instructions not counted: {error}", "yellow")
                         )
                     log.finished(f"{task.label} {step} instructions", 1.0, _counted(data, error), ok=not error)
                     progress.advance(bar)
@@ -400,7 +428,7 @@ class Runner:
                     data, error = done[key]
                     self.store.write_profile(run_id, target_ids[label], step, data, error)
                     if error:
-                        progress.console.print(f"[yellow]{label} {step}: not profiled: {error}[/yellow]")
+                        progress.console.print(styled(f"{label} {step}: not profiled: {error}", "yellow"))
                     progress.advance(task)
                 if not self.keep_data:
                     shutil.rmtree(home, True)
@@ -436,14 +464,17 @@ class Runner:
             install = installs.get_install(self.study, target, progress)
             diff = configs.load(self.study.engine, target.config)
             optional = {s.lower() for s in self.study.optional_settings}
-            text, skipped = self.engine.fit_config(diff, install, optional)
+            text, skipped = self.engine.fit_config(diff, install, optional, self.study.allow_unsafe_settings)
         except DbsweepError as e:
-            progress.console.print(f"[red]{target.label}: {e}[/red]")
+            progress.console.print(styled(f"{target.label}: {e}", "red"))
             return str(e)
         if skipped:
             progress.console.print(
-                f"[yellow]{target.label}: skipped settings {self.engine.title} {install.short_version} "
-                f"lacks (optional_settings): {', '.join(skipped)}[/yellow]"
+                styled(
+                    f"{target.label}: skipped settings {self.engine.title} {install.short_version} "
+                    f"lacks (optional_settings): {', '.join(skipped)}",
+                    "yellow",
+                )
             )
         return Prepared(install, text, skipped)
 
@@ -483,27 +514,46 @@ class Runner:
     ) -> None:
         install, skipped = ready.install, ready.skipped
         instance = self.engine.instance(install, self.home(target, rep), target.config, ready.config_text, self.user)
-        replay = self._replay_needed(instance, target, rep, keys)
-        reloaded = bool(replay)
+        replay, why_fresh = self._replay_needed(instance, target, rep, keys)
         setup = self.suite.setup_steps()
         try:
+            if replay is None:
+                held = ", ".join(step for step, _ in _held(instance)) or "nothing yet"
+                progress.console.print(
+                    styled(
+                        f"{target.label} r{rep}: resuming on the kept data directory {instance.home} "
+                        f"(it holds: {held})",
+                        "dim",
+                    )
+                )
+                try:
+                    instance.start()
+                    lacking = self._lacking(instance)
+                except ServerError as e:
+                    # A kept directory the server cannot start on (a disk that filled, a file removed) holds
+                    # nothing a resume can use; a fresh one can still run the cells.
+                    lacking = f"the server did not start on it ({str(e).splitlines()[0]})"
+                if lacking is not None:
+                    instance.stop()
+                    replay = self._setup_before(target, rep, keys)
+                    why_fresh = (
+                        f"the kept data directory {instance.home} no longer holds what the cells need: {lacking}"
+                    )
             if replay is not None:
-                progress.console.print(f"[dim]{target.label} r{rep}: a fresh data directory, then start[/dim]")
+                if why_fresh:
+                    progress.console.print(
+                        styled(f"{target.label} r{rep}: {why_fresh}: starting this repetition afresh", "yellow")
+                    )
+                progress.console.print(styled(f"{target.label} r{rep}: a fresh data directory, then start", "dim"))
                 instance.init()
                 _state_file(instance).write_text("")
-            else:
-                held = ", ".join(_state_file(instance).read_text().split()) or "nothing yet"
-                progress.console.print(
-                    f"[dim]{target.label} r{rep}: resuming on the kept data directory {instance.home} "
-                    f"(it holds: {held})[/dim]"
-                )
-            instance.start()
+                instance.start()
             if self.cpus.server is not None and instance.pid is not None:
                 placement.pin_tree(instance.pid, self.cpus.server)
         except ServerError as e:
             instance.stop()
             # Said before it is stored: a store that cannot be written (a full disk) must not hide why.
-            progress.console.print(f"[red]{target.label}: {e}[/red]")
+            progress.console.print(styled(f"{target.label}: {e}", "red"))
             self._fail_all(keys, target_id, str(e), out, progress, overall)
             return
         try:
@@ -517,22 +567,24 @@ class Runner:
                     instance=instance,
                     server_user=self.user,
                     placement=self.cpus.describe(),
-                    reloaded=reloaded,
+                    reloaded=bool(replay),
                 )
                 prov["config"]["skipped_settings"] = skipped
                 build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
                 access = loadclient.connection_to(instance, via_socket=self.suite.settings.connect == "socket")
                 for key in replay or []:
-                    progress.console.print(f"[dim]{target.label} r{rep}: {key.step} again, to rebuild the tables[/dim]")
+                    progress.console.print(
+                        styled(f"{target.label} r{rep}: {key.step} again, to rebuild the tables", "dim")
+                    )
                     mark = instance.watermark()
                     try:
                         self._step(instance, access, key, lambda m: None)
                     except StepError as e:
                         raise StepError(instance.disturbance_since(mark) or str(e)) from e
-                    _mark_state(instance, key.step)
+                    _mark_state(instance, key.step, self.engine.kind != "server")
             except (EngineError, StepError) as e:
                 error = f"the server could not be readied for its steps: {e}"
-                progress.console.print(f"[red]{target.label} r{rep}: {error}[/red]")
+                progress.console.print(styled(f"{target.label} r{rep}: {error}", "red"))
                 self._fail_all(keys, target_id, error, out, progress, overall)
                 return
             maintain_before = self.suite.maintenance_points()
@@ -574,12 +626,12 @@ class Runner:
                         histograms=step.histograms,
                     )
                     if key.step in setup:
-                        _mark_state(instance, key.step)
+                        _mark_state(instance, key.step, self.engine.kind != "server")
                 else:
                     result = CellResult(key, "failed", started, now(), error=failure, build=build, provenance=prov)
                 progress.remove_task(task)
                 if result.status == "failed":
-                    progress.console.print(f"[red]{key}: {result.error}[/red]")
+                    progress.console.print(styled(f"{key}: {result.error}", "red"))
                 self._record(target_id, result, out)
                 progress.advance(overall)
                 if result.status == "failed":
@@ -598,19 +650,49 @@ class Runner:
         if all_done and not self.keep_data:
             shutil.rmtree(instance.home, ignore_errors=True)
 
-    def _replay_needed(self, instance: Instance, target: Target, rep: int, keys: list[CellKey]) -> list[CellKey] | None:
-        """None when the data directory already holds the state the first cell to run expects; else
-        the finished setup cells to run again (unrecorded) on a fresh one. A setup step that is itself
-        to run always starts from a fresh data directory: a resume never builds on half a load."""
-        group = plan.group(self.study, target.label, rep, self.repeats)
-        first = group.index(keys[0])
-        setup = self.suite.setup_steps()
-        before = [k for k in group[:first] if k.step in setup]
-        state = _state_file(instance)
-        have = state.read_text().split() if instance.initialized() and state.is_file() else None
-        if keys[0].step not in setup and have == [k.step for k in before]:
+    def _lacking(self, instance: Instance) -> str | None:
+        """What the started instance lacks of the tables the suite's steps need, in words; None when it has them
+        (or the engine has no tables to name)."""
+        needed = self.suite.tables()
+        if not needed:
             return None
-        return before
+        try:
+            have = instance.tables()
+        except EngineError as e:
+            return f"its tables could not be listed ({e})"
+        if have is None:
+            return None
+        missing = [t for t in needed if t not in have]
+        if not missing:
+            return None
+        named = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        return f"{len(missing)} of the {len(needed)} tables its steps need are missing ({named})"
+
+    def _setup_before(self, target: Target, rep: int, keys: list[CellKey]) -> list[CellKey]:
+        """The finished setup cells of the group before the first cell to run: what a fresh directory replays."""
+        group = plan.group(self.study, target.label, rep, self.repeats)
+        setup = self.suite.setup_steps()
+        return [k for k in group[: group.index(keys[0])] if k.step in setup]
+
+    def _replay_needed(
+        self, instance: Instance, target: Target, rep: int, keys: list[CellKey]
+    ) -> tuple[list[CellKey] | None, str]:
+        """(None, "") when the data directory already holds the state the first cell to run expects; else the
+        finished setup cells to run again (unrecorded) on a fresh one, and why a kept directory would not do
+        ("" when there was none to keep). A setup step that is itself to run always starts from a fresh data
+        directory: a resume never builds on half a load."""
+        before = self._setup_before(target, rep, keys)
+        state = _state_file(instance)
+        held = [step for step, _ in _held(instance)] if state.is_file() else []
+        lacking = f"the kept data directory {instance.home} no longer holds what the cells need"
+        if keys[0].step in self.suite.setup_steps() or held != [k.step for k in before]:
+            return before, ""
+        if not instance.initialized():
+            return before, f"{lacking}: it is no longer a whole {self.engine.title} data directory"
+        replaced = _replaced(instance, self.engine.kind != "server")
+        if replaced is not None:
+            return before, f"{lacking}: {replaced}"
+        return None, ""
 
     def _maintain(self, instance: Instance, say: Callable[[str], None]) -> dict[str, Any]:
         """The postwrite maintenance before a step; its failure fails that step, not the run."""

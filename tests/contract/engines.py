@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import sqlite3
 import time
 from abc import ABC, abstractmethod
@@ -206,6 +207,12 @@ class Support(ABC):
         pidfile = self.pidfile(datadir)
         return sorted(datadir.glob(f"{pidfile.name}.stale-*"))
 
+    # ---- a kept data directory that no longer holds what its cells need ---------------------------------------
+
+    @abstractmethod
+    def damage(self, datadir: Path) -> None:
+        """Leave the data directory of a stopped instance unable to serve its cells, as a fault would."""
+
 
 class PostgresSupport(Support):
     name = "postgres"
@@ -382,6 +389,9 @@ class PostgresSupport(Support):
 
     def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
         self.pidfile(datadir).write_text(f"{pid}\n{datadir}\n{started}\n5432\n/tmp\n")
+
+    def damage(self, datadir: Path) -> None:
+        (datadir / "global" / "pg_control").unlink()  # the server refuses to start without it
 
 
 def _timestamp(value: bytes) -> datetime.datetime:
@@ -624,6 +634,14 @@ class SqliteSupport(Support):
 
     def set_aside(self, datadir: Path) -> list[Path]:
         return []  # Sqlite.stop_stale has no PID file to set aside
+
+    def damage(self, datadir: Path) -> None:
+        """Another, empty database file where the loaded one was: SQLite opens it without a word."""
+        from dbsweep.engines.sqlite.instance import DB_FILE
+
+        for f in datadir.glob(f"{DB_FILE}*"):
+            f.unlink()
+        (datadir / DB_FILE).write_bytes(b"")
 
 
 class MariadbSupport(Support):
@@ -878,6 +896,9 @@ class MariadbSupport(Support):
     def write_pidfile(self, datadir: Path, pid: int, started: int) -> None:
         """The server writes its PID alone (no start time: stop_stale reads where the process runs)."""
         self.pidfile(datadir).write_text(f"{pid}\n")
+
+    def damage(self, datadir: Path) -> None:
+        shutil.rmtree(datadir / "mysql")  # the privilege tables: the server refuses to start without them
 
 
 SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport(), MariadbSupport())}

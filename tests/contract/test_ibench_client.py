@@ -235,5 +235,5 @@ def test_serial_deletes_run_after_their_inserts(loaded: Instance, support: Suppo
 
 
 def test_a_step_before_its_tables_is_a_clear_error(loaded: Instance, home: Path) -> None:
-    with pytest.raises(StepError, match=r"l.i1 needs tables pi1..pi5 but only 2 of them exist; run l.i0 with"):
+    with pytest.raises(StepError, match=r"l.i1 needs tables pi1..pi5 but only 2 of them exist: the l.i0 step"):
         loadclient.run(["ibench", "l.i1", "--clients", "5", "--rows", "10"], connection_to(loaded), home / "e.log")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
+from dbsweep import say
 from dbsweep.engines.base import Instance
 
 from ..conftest import ROOT
@@ -70,8 +70,8 @@ def cli(*args: str | Path, env: dict[str, str] | None = None) -> Ran:
         for k, v in (env or {}).items():
             mp.setenv(k, v)
         mp.setenv("COLUMNS", "200")
-        mp.setattr(command_line, "console", Console(file=out, width=200, color_system=None))
-        mp.setattr(command_line, "err", Console(file=err, width=200, color_system=None, stderr=True))
+        mp.setattr(command_line, "console", say.console(file=out, width=200, color_system=None))
+        mp.setattr(command_line, "err", say.console(file=err, width=200, color_system=None, stderr=True))
         mp.setattr(sys, "argv", ["dbsweep", *map(str, args)])
         try:
             command_line.main()

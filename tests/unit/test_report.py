@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
+from dbsweep import say
 from dbsweep.report import csv_json, data, html, markdown, terminal
 from dbsweep.results.model import CellKey, CellResult
 from dbsweep.results.store import Store, now
@@ -45,7 +45,7 @@ def test_colours_follow_the_thresholds(hand: tuple[data.ReportData, Store]) -> N
     assert classes["update-index_range=100"] == "c-red"
     assert classes["delete_range=100"] == "c-grey"
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=220, force_terminal=True, color_system="standard"))
+    terminal.render(d, say.console(file=buf, width=220, force_terminal=True, color_system="standard"))
     out = buf.getvalue()
     assert "\x1b[31m0.95" in out and "\x1b[32m1.05" in out  # red and green in the terminal too
     # Verdicts: no noise at all, so the sign and the 2 % minimum effect decide.
@@ -92,7 +92,7 @@ def test_per_op_metrics_in_order_with_a_verdict_on_cpu(hand: tuple[data.ReportDa
     assert rec[("b", "point-query_range=100")]["alpha_per_op_ratio"] == pytest.approx(1.0)
     assert rec[("b", "delete_range=100")]["cpu_per_op"] is None
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=220))
+    terminal.render(d, say.console(file=buf, width=220))
     assert "12 (1.20)" in buf.getvalue()
     # Provenance facts of the hand-made record.
     facts = dict(d.provenance["b"].facts())
@@ -116,7 +116,7 @@ def test_no_per_op_rows_is_shown_gracefully(tmp_path: Path) -> None:
     store.close()
     assert d.per_op_metrics == [] and d.provenance == {}
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=200))
+    terminal.render(d, say.console(file=buf, width=200))
     assert "No per-operation measurements" in buf.getvalue()
     assert "No per-operation measurements" in html.render(d)
     assert "No per-operation measurements" in markdown.render(d)
@@ -130,7 +130,7 @@ def test_no_per_op_rows_is_shown_gracefully(tmp_path: Path) -> None:
 def test_ibench_tables_histograms_and_sla(ibench: data.ReportData) -> None:
     d = ibench
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=250))
+    terminal.render(d, say.console(file=buf, width=250))
     out = buf.getvalue()
     for text in (
         "throughput per step",
@@ -179,7 +179,7 @@ def test_a_step_is_named_as_the_suite_labels_it_in_every_table(hand: tuple[data.
     assert "point-query.t1" in names and "point-query_range=100" not in names
     assert "point-query.t1" in html._x_labels(d, d.rows)[1]
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=220))
+    terminal.render(d, say.console(file=buf, width=220))
     assert "point-query.t1" in buf.getvalue()
     assert "point-query.t1" in markdown.render(d)
 
@@ -226,5 +226,5 @@ def test_group_summaries_carry_the_instruction_ratios(hand: tuple[data.ReportDat
     assert re.search(r"^point\s+3\s+0\.900\s+1\.100\s+1\.000\s+1\.001\s+1/1/1/0$", md, re.M)
     assert re.search(r"^write\s+1\s+0\.800\s+0\.800\s+0\.800\s+0\.800\s+1/0/0/0$", md, re.M)
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=240))
+    terminal.render(d, say.console(file=buf, width=240))
     assert "(median 1.001)" in buf.getvalue()

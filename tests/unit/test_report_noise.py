@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
+from dbsweep import say
 from dbsweep.report import csv_json, data, html, markdown, terminal
 from dbsweep.results.model import CellKey, CellResult
 from dbsweep.results.store import Store, now
@@ -86,7 +86,7 @@ def _row(d: data.ReportData, step: str) -> data.Row:
 
 def _terminal(d: data.ReportData) -> str:
     buf = io.StringIO()
-    terminal.render(d, Console(file=buf, width=220, color_system=None))
+    terminal.render(d, say.console(file=buf, width=220, color_system=None))
     return buf.getvalue()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dbsweep import say
 from dbsweep.errors import DbsweepError
 from dbsweep.report import terminal
 from dbsweep.report.data import ReportData
@@ -40,7 +41,7 @@ def text(data: ReportData, fmt: Format, width: int = 160) -> str:
     """The report as text; the terminal format without colours."""
     if fmt == Format.terminal:
         buf = io.StringIO()
-        terminal.render(data, Console(file=buf, width=width, color_system=None, soft_wrap=False))
+        terminal.render(data, say.console(file=buf, width=width, color_system=None, soft_wrap=False))
         return buf.getvalue()
     # Imported when used: plotly alone takes most of a second to import.
     if fmt == Format.html:
@@ -65,11 +66,12 @@ def emit(data: ReportData, fmt: Format, out: Path | None, console: Console) -> P
         out = default_html_path(data)
     if out is not None and out.is_dir():
         raise DbsweepError(f"--out: {out} is a directory; give a file name, e.g. {out / f'report.{fmt.value}'}")
+    if out is not None and not out.parent.is_dir():
+        raise DbsweepError(f"--out: the directory {out.parent} does not exist; make it first, or give another file.")
     body = text(data, fmt)
     if out is None:
         sys.stdout.write(body)
         sys.stdout.flush()
         return None
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(body, encoding="utf-8")
     return out

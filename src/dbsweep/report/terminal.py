@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from dbsweep.report import fmt, instr, noise
 from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, GroupStats, ReportData
 from dbsweep.report.tables import ExtraTable
+from dbsweep.say import line, styled
 from dbsweep.verdicts import stats
 from dbsweep.verdicts.instructions import InstrVerdict
 
@@ -22,19 +24,19 @@ def _num(v: float | None) -> str:
     return fmt.num(v)
 
 
-def _coloured(r: float | None, colour: str | None = None) -> str:
+def _coloured(r: float | None, colour: str | None = None) -> Text:
     if r is None:
-        return "-"
-    return f"[{STYLE[colour or stats.colour(r)]}]{r:.2f}[/]"
+        return Text("-")
+    return styled(f"{r:.2f}", STYLE[colour or stats.colour(r)])
 
 
-def _verdict(v: str | None) -> str:
-    return f"[{VERDICT_STYLE[v]}]{v}[/]" if v else "-"
+def _verdict(v: str | None) -> Text:
+    return styled(v, VERDICT_STYLE[v]) if v else Text("-")
 
 
-def _verdict_spread(v: str | None, spread: noise.Spread | None) -> str:
+def _verdict_spread(v: str | None, spread: noise.Spread | None) -> Text:
     """The coloured verdict and, beside it, the step's A-A spread."""
-    return _verdict(v) + (f" ({fmt.spread(spread)})" if v and spread is not None else "")
+    return line(_verdict(v), f" ({fmt.spread(spread)})" if v and spread is not None else "")
 
 
 def render(data: ReportData, console: Console) -> None:
@@ -49,7 +51,7 @@ def render(data: ReportData, console: Console) -> None:
     _render_profiles(data, console)
     _render_noise(data, console)
     for note in data.notes:
-        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+        console.print(line(styled("note:", "yellow"), f" {note}"))
 
 
 def _render_main(data: ReportData, console: Console) -> None:
@@ -79,12 +81,12 @@ def _render_main(data: ReportData, console: Console) -> None:
     for row in data.rows:
         if row.group != group:
             group = row.group
-            table.add_row(f"[bold]{data.group_titles.get(group, group)}[/bold]", end_section=False)
+            table.add_row(styled(data.group_titles.get(group, group), "bold"), end_section=False)
         name = row.name + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
-        cells = [name, str(row.clients)]
+        cells: list[str | Text] = [name, str(row.clients)]
         for t in data.ordered:
             c = row.cells[t]
-            cells.append("[red]failed[/red]" if c.failed and not c.values else _num(c.median))
+            cells.append(styled("failed", "red") if c.failed and not c.values else _num(c.median))
             if t != data.base:
                 cmp = row.cmp[t]
                 cells.append(_coloured(row.rel[t]))
@@ -98,22 +100,33 @@ def _render_main(data: ReportData, console: Console) -> None:
         table.add_row(*cells)
     console.print(table)
     if numbered:
-        console.print("  ".join(f"{heading[t]} = {t}" for t in data.ordered), highlight=False)
+        console.print("  ".join(f"{heading[t]} = {t}" for t in data.ordered))
     console.print(
-        "rQPS = median QPS of the target / median QPS of the base; "
-        "[red]red[/red] <= 0.95, [green]green[/green] >= 1.05. "
-        f"Verdicts: the {data.confidence:.0%} interval of the ratio excludes 1 and the change is at least "
-        f"{data.min_effect:.0%} ([green]faster[/green], [red]slower[/red]); [grey62]same[/grey62]: no change that "
-        "large; [yellow]unsure[/yellow]: more repetitions needed."
+        line(
+            "rQPS = median QPS of the target / median QPS of the base; ",
+            styled("red", "red"),
+            " <= 0.95, ",
+            styled("green", "green"),
+            f" >= 1.05. Verdicts: the {data.confidence:.0%} interval of the ratio excludes 1 and the change is at "
+            f"least {data.min_effect:.0%} (",
+            styled("faster", "green"),
+            ", ",
+            styled("slower", "red"),
+            "); ",
+            styled("same", "grey62"),
+            ": no change that large; ",
+            styled("unsure", "yellow"),
+            ": more repetitions needed.",
+        )
     )
     if others and (legend := noise.spread_legend(data.rows)):
-        console.print(legend, highlight=False)
+        console.print(legend)
 
 
-def _instr(j: InstrVerdict | None) -> str:
+def _instr(j: InstrVerdict | None) -> Text:
     if j is None or j.verdict is None:
-        return "-"
-    return f"[{VERDICT_STYLE[j.verdict]}]{fmt.instr_verdict(j)}[/]"
+        return Text("-")
+    return styled(fmt.instr_verdict(j), VERDICT_STYLE[j.verdict])
 
 
 def _render_instr(data: ReportData, console: Console) -> None:
@@ -130,13 +143,13 @@ def _render_instr(data: ReportData, console: Console) -> None:
         for i, t in enumerate(data.ordered):
             c = ir.counts.get(t) or {}
             j = ir.judged.get(t)
-            value = "[red]not counted[/red]" if c.get("error") else fmt.cost(ir.per_event(t))
+            value = styled("not counted", "red") if c.get("error") else Text(fmt.cost(ir.per_event(t)))
             table.add_row(
                 ir.step if i == 0 else "",
                 t,
                 value,
                 fmt.signed_pct(j.ratio) if j else "",
-                _verdict(j.verdict) if j else "",
+                _verdict(j.verdict) if j else Text(""),
                 fmt.floor(j) if j else "",
                 fmt.pct(c.get("foreground_share")),
                 fmt.pct(ir.user_share.get(t)) if j else "",
@@ -147,16 +160,17 @@ def _render_instr(data: ReportData, console: Console) -> None:
     console.print(
         "change: instructions per event against the base; floor: the smallest change the verdict reports and what "
         "set it; foreground: the share of the work done by the processes that served the client; user: the "
-        "user-space share of the server's CPU in the timed 1-client step; QPS ≤: the most that change can move QPS.",
-        highlight=False,
+        "user-space share of the server's CPU in the timed 1-client step; QPS ≤: the most that change can move QPS."
     )
     for ir in data.instr_rows:
         for t, j in ir.judged.items():
             lines = ir.why.get(t) or []
             if j.verdict in ("faster", "slower") and lines:
-                console.print(f"[bold]why[/bold] {ir.step}, {t} against {data.base} (instructions per event):")
+                console.print(
+                    line(styled("why", "bold"), f" {ir.step}, {t} against {data.base} (instructions per event):")
+                )
                 for change in lines[: instr.WHY_TOP]:
-                    console.print(f"  {fmt.function_change(change)}", highlight=False, markup=False)
+                    console.print(f"  {fmt.function_change(change)}")
 
 
 def _render_profiles(data: ReportData, console: Console) -> None:
@@ -173,15 +187,15 @@ def _render_profiles(data: ReportData, console: Console) -> None:
                 continue
             hot = ", ".join(f"{f} {share:.0%}" for f, share in sp.hottest(t))
             samples = f"{d['samples']:,}" if d.get("samples") else "-"
-            table.add_row(sp.step if i == 0 else "", t, samples, hot or f"[red]{d.get('error') or '-'}[/red]")
+            table.add_row(sp.step if i == 0 else "", t, samples, hot or styled(d.get("error") or "-", "red"))
     console.print(table)
     console.print("The flame graphs, and the differential ones against the base, are in the HTML report.")
 
 
 def _render_noise(data: ReportData, console: Console) -> None:
     """The canary's rate per round, in one line."""
-    if line := noise.canary_line(data.canaries):
-        console.print(line, highlight=False)
+    if canary := noise.canary_line(data.canaries):
+        console.print(canary)
 
 
 def _render_groups(data: ReportData, console: Console) -> None:
@@ -205,26 +219,30 @@ def _render_groups(data: ReportData, console: Console) -> None:
                 *[_coloured(v) for v in (s.min, s.max, s.mean, s.median)],
                 fmt.ratio(s.stddev),
                 _coloured(g.geomean),
-                ", ".join(f"{n} {_verdict(v)}" for v, n in g.verdicts.items() if n) + _instr_tally(g),
+                line(_tally(g.verdicts), _instr_tally(g)),
                 end_section=i == len(members) - 1,
             )
     console.print(table)
 
 
-def _instr_tally(g: GroupStats) -> str:
+def _tally(verdicts: dict[stats.Verdict, int]) -> Text:
+    """'3 faster, 1 same', each verdict in its colour."""
+    return Text(", ").join(line(f"{n} ", _verdict(v)) for v, n in verdicts.items() if n)
+
+
+def _instr_tally(g: GroupStats) -> Text:
     """The group's instruction verdicts and their ratios' median (below 1: less work than the base)."""
     if not g.instr_verdicts:
-        return ""
-    tally = ", ".join(f"{n} {_verdict(v)}" for v, n in g.instr_verdicts.items() if n)
+        return Text("")
     s = g.instr_summary
-    return f"; instr/o: {tally}" + (f" (median {s.median:.3f})" if s else "")
+    return line("; instr/o: ", _tally(g.instr_verdicts), f" (median {s.median:.3f})" if s else "")
 
 
 def _render_per_op(data: ReportData, console: Console) -> None:
     # The method's metrics only; the others are in the HTML, CSV and JSON reports.
     metrics = [m for m in data.per_op_metrics if m in PER_OP_ORDER]
     if not metrics:
-        console.print("[dim]No per-operation measurements (cpu/o, cs/o, ...) in this run.[/dim]")
+        console.print(styled("No per-operation measurements (cpu/o, cs/o, ...) in this run.", "dim"))
         return
     table = Table(
         title="Hardware cost per operation: median, and (ratio to the base); lower is better",
@@ -240,11 +258,11 @@ def _render_per_op(data: ReportData, console: Console) -> None:
             c = row.cells[t]
             vals = []
             for m in metrics:
-                v = fmt.cost(c.per_op_median(m))
+                v = Text(fmt.cost(c.per_op_median(m)))
                 if t != data.base and (r := row.cost_ratio[t].get(m)) is not None:
-                    v += f" ({_coloured(r, fmt.cost_colour(r))})"
+                    v = line(v, " (", _coloured(r, fmt.cost_colour(r)), ")")
                 vals.append(v)
-            verdict = _verdict(row.cost_cmp[t].verdict) if t != data.base else ""
+            verdict = _verdict(row.cost_cmp[t].verdict) if t != data.base else Text("")
             last = i == len(data.ordered) - 1
             table.add_row(
                 row.name if i == 0 else "", str(row.clients) if i == 0 else "", t, *vals, verdict, end_section=last
@@ -264,12 +282,9 @@ def render_extra(extra: ExtraTable, console: Console) -> None:
             table.add_column(head, no_wrap=True)
         else:
             table.add_column(head, justify="right")
-    for i, line in enumerate(extra.rows):
-        cells = []
-        for v in line:
-            style = STYLE.get(v.colour)
-            cells.append(f"[{style}]{v.text}[/]" if style and v.text else v.text)
+    for i, row in enumerate(extra.rows):
+        cells = [styled(v.text, STYLE.get(v.colour) or "") for v in row]
         table.add_row(*cells, end_section=i in extra.rules)
     console.print(table)
     if extra.note:
-        console.print(extra.note, highlight=False)
+        console.print(extra.note)

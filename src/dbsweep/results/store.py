@@ -234,6 +234,16 @@ def explain(e: Exception, path: Path | None = None) -> StoreError:
     return StoreError(f"the results store {where}: {msg}")
 
 
+def is_blank(path: Path) -> bool:
+    """Whether the store's file is there but holds nothing at all (0 bytes, no write-ahead log): SQLite reads it
+    as an empty database, so `run` starts on it and `status` and `report` see no results, not a damaged store."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return path.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0)
+    except OSError:
+        return False
+
+
 def _read_only(path: Path) -> sqlite3.Connection:
     """A connection that never writes: not the data, not a journal, not a WAL index. An archived store on
     a read-only medium has no writable place for the WAL index, so it is then opened as immutable."""

@@ -32,10 +32,7 @@ def until_decided(study: Study, store: Store, runner: Runner, outcome: Outcome, 
             say(f"Every verdict is decided after {reps} repetitions.")
             return
         if reps >= study.measure.max_repeats:
-            say(
-                f"[yellow]Still unsure after {reps} repetitions (measure.max_repeats): "
-                f"{', '.join(sorted(unsure))}.[/yellow]"
-            )
+            say(f"Still unsure after {reps} repetitions (measure.max_repeats): {', '.join(sorted(unsure))}.")
             return
         more = min(reps + 2, study.measure.max_repeats)
         say(f"Unsure: {', '.join(sorted(unsure))}; adding repetitions {reps + 1}..{more}.")

@@ -424,10 +424,9 @@ fn check_tables<S: Session>(c: &mut S, d: &dyn Dialect, plan: &Plan) -> Result<(
     let existing = existing_tables(c, d, "pi")?;
     let have = plan.table_names().iter().filter(|t| existing.contains(t)).count();
     if have != plan.tables as usize {
-        let flag = if plan.only1t { " --only1t" } else { "" };
         return Err(format!(
-            "{} needs tables pi1..pi{} but only {have} of them exist; run l.i0 with --clients {}{flag} first",
-            plan.name, plan.tables, plan.clients
+            "{} needs tables pi1..pi{} but only {have} of them exist: the l.i0 step makes them",
+            plan.name, plan.tables
         ));
     }
     Ok(())

@@ -156,7 +156,7 @@ pub fn check_tables<S: Session>(conn: &mut S, dialect: &dyn Dialect, tables: u32
     let missing = (1..=tables).filter(|t| !have.contains(&format!("sbtest{t}"))).count() as u32;
     if missing > 0 {
         return Err(format!(
-            "the step needs tables sbtest1..sbtest{tables} but only {} of them exist; run the prepare step with --tables {tables}",
+            "the step needs tables sbtest1..sbtest{tables} but only {} of them exist: the load step makes them",
             tables - missing
         ));
     }

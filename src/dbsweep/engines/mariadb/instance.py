@@ -520,6 +520,9 @@ class Server(Instance):
             cur.execute(sql, args or None)
             return list(cur.fetchall())
 
+    def tables(self) -> set[str] | None:
+        return {str(r[0]) for r in self._query("SHOW TABLES")}
+
     def statistics(self) -> dict[str, Any]:
         try:
             with self.connect() as c:

@@ -423,6 +423,14 @@ synchronous_commit = on
     def connect(self, dbname: str = DB_NAME, autocommit: bool = True) -> psycopg.Connection[Any]:
         return psycopg.connect(**self.conninfo(dbname), autocommit=autocommit)
 
+    def tables(self) -> set[str] | None:
+        try:
+            with self.connect() as c:
+                rows = c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+        except psycopg.Error as e:
+            raise EngineError(str(e).strip().splitlines()[0]) from None
+        return {str(r[0]) for r in rows}
+
     def _wait_ready(self, timeout: float) -> None:
         assert self.proc is not None
         servers.wait_ready(

@@ -218,6 +218,9 @@ class Database(base.Instance):
             out["objects"] = {name: {"bytes": int(size), "pages": int(pages)} for name, size, pages in cells}
         return out
 
+    def tables(self) -> set[str] | None:
+        return set(self._shell("SELECT name FROM sqlite_master WHERE type = 'table';", "listing the tables"))
+
     def compile_options(self) -> list[str]:
         return list(self.install.provenance.get("compile_options") or [])
 

@@ -1,0 +1,87 @@
+"""Faults every engine must survive, written once: Ctrl-C of a run that inherited SIGINT as ignored (started in
+the background of a script) still stops it with status 130, keeps every finished cell and leaves no process;
+and a kept data directory that no longer holds what its cells need (a file replaced or removed) makes the next
+run start that repetition afresh, saying so, instead of failing its cells again and again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ..conftest import (
+    DBSWEEP,
+    ROOT,
+    alive,
+    children_of,
+    dbsweep,
+    done_cells,
+    names,
+    wait_for,
+    wait_no_processes,
+    write_study,
+)
+from .engines import Support
+
+pytestmark = pytest.mark.server
+
+
+def _sigint_ignored() -> None:
+    # What bash does to a command it starts in the background of a script.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_ctrl_c_inherited_as_ignored_still_stops_then_a_damaged_kept_directory_starts_afresh(
+    engine_name: str, support: Support, tmp: Path
+) -> None:
+    a, b = support.configs
+    study = write_study(tmp, engine=engine_name, config_a=a, config_b=b, seconds=30, warmup=1)
+    proc = subprocess.Popen(
+        [*DBSWEEP, "run", str(study)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_sigint_ignored,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        # Target a's load is done and its point-query step runs.
+        wait_for(lambda: len(done_cells(tmp)) >= 1 or proc.poll() is not None)
+        wait_for(
+            lambda: {"dbsweep-load", support.process_name} <= names(children_of(proc)) or proc.poll() is not None,
+            timeout=60,
+        )
+        children = children_of(proc)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out
+    assert "interrupted" in out and "Traceback" not in out
+    assert not wait_no_processes(tmp, timeout=30)
+    assert children and not alive(children)
+    before = done_cells(tmp)
+    assert [(c[1], c[2], c[5]) for c in before] == [("a", "load", "done")], before
+
+    kept = next((tmp / "ws" / "data").glob("*/a/r1"))
+    datadir = next(d for d in kept.iterdir() if d.is_dir() and d.name in ("pgdata", "data"))
+    support.damage(datadir)
+    r = dbsweep("run", study, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    said = " ".join(r.stderr.split())  # as read, whatever the terminal's width did to the lines
+    assert "a r1: the kept data directory" in said and "starting this repetition afresh" in said, out
+    after = done_cells(tmp)
+    assert after[:1] == before, "a finished cell was changed"
+    assert sorted((c[1], c[2], c[5]) for c in after) == [
+        ("a", "load", "done"),
+        ("a", "point-query_range=100", "done"),
+        ("b", "load", "done"),
+        ("b", "point-query_range=100", "done"),
+    ]
