@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from dbsweep import configs, installs, loadclient, placement, plan, provenance
+from dbsweep import configs, installs, loadclient, placement, plan, provenance, workspace
 from dbsweep.engines.base import Access, EngineError, Install, Instance
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
@@ -552,9 +552,10 @@ class Runner:
                 placement.pin_tree(instance.pid, self.cpus.server)
         except ServerError as e:
             instance.stop()
+            error = self._unless_full(instance, str(e), progress)
             # Said before it is stored: a store that cannot be written (a full disk) must not hide why.
-            progress.console.print(styled(f"{target.label}: {e}", "red"))
-            self._fail_all(keys, target_id, str(e), out, progress, overall)
+            progress.console.print(styled(f"{target.label}: {error}", "red"))
+            self._fail_all(keys, target_id, error, out, progress, overall)
             return
         try:
             try:
@@ -583,7 +584,7 @@ class Runner:
                         raise StepError(instance.disturbance_since(mark) or str(e)) from e
                     _mark_state(instance, key.step, self.engine.kind != "server")
             except (EngineError, StepError) as e:
-                error = f"the server could not be readied for its steps: {e}"
+                error = self._unless_full(instance, f"the server could not be readied for its steps: {e}", progress)
                 progress.console.print(styled(f"{target.label} r{rep}: {error}", "red"))
                 self._fail_all(keys, target_id, error, out, progress, overall)
                 return
@@ -607,6 +608,11 @@ class Runner:
                 disturbed = instance.disturbance_since(mark)
                 if disturbed is not None:
                     failure = disturbed if failure is None else f"{disturbed}; the step saw: {failure}"
+                full = False
+                if failure is not None:
+                    said = failure
+                    failure = self._unless_full(instance, failure, progress, mark.log_offset)
+                    full = failure != said
                 if failure is None and step is not None:
                     if before is not None:
                         step.summary["maintenance_before"] = before
@@ -636,9 +642,10 @@ class Runner:
                 progress.advance(overall)
                 if result.status == "failed":
                     is_setup = key.step in setup
-                    if disturbed is not None or is_setup:
+                    if disturbed is not None or is_setup or full:
                         rest = keys[keys.index(key) + 1 :]
                         why = f"the server failed during {key}" if disturbed is not None else f"{key} failed"
+                        why = f"the disk filled during {key}" if full else why
                         self._fail_all(rest, target_id, f"not run: {why}", out, progress, overall)
                         break
         finally:
@@ -650,16 +657,41 @@ class Runner:
         if all_done and not self.keep_data:
             shutil.rmtree(instance.home, ignore_errors=True)
 
-    def _lacking(self, instance: Instance) -> str | None:
-        """What the started instance lacks of the tables the suite's steps need, in words; None when it has them
-        (or the engine has no tables to name)."""
-        needed = self.suite.tables()
-        if not needed:
-            return None
+    def _unless_full(self, instance: Instance, error: str, progress: Progress, log_from: int = 0) -> str:
+        """`error`, or, when a full disk caused it, one sentence naming the disk first. The repetition's data
+        directory is then removed: kept, it would starve the next target and the results store of the space
+        (a later run starts the repetition afresh)."""
         try:
+            excerpt = instance.log_excerpt(log_from)
+        except (OSError, DbsweepError):
+            excerpt = ""
+        cause = workspace.disk_full(instance.home, f"{error}\n{excerpt}")
+        if cause is None:
+            return error
+        instance.stop()
+        shutil.rmtree(instance.home, ignore_errors=True)
+        progress.console.print(
+            styled(
+                f"{cause}: the data directory {instance.home} is removed to give the space back; a later run starts "
+                "this repetition afresh",
+                "yellow",
+            )
+        )
+        first = error.strip().splitlines()[0] if error.strip() else ""
+        return cause if first in cause else f"{cause}; {first}"
+
+    def _lacking(self, instance: Instance) -> str | None:
+        """What the started instance lacks of what the suite's steps need (any data at all, then their tables), in
+        words; None when it has it (or the engine cannot tell)."""
+        try:
+            if instance.data_bytes() == 0:
+                return "it holds no data (0 bytes)"
+            needed = self.suite.tables()
+            if not needed:
+                return None
             have = instance.tables()
         except EngineError as e:
-            return f"its tables could not be listed ({e})"
+            return f"its data could not be read ({e})"
         if have is None:
             return None
         missing = [t for t in needed if t not in have]

@@ -13,6 +13,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -80,3 +81,35 @@ def writing(workspace: Path, command: str | None = None) -> Iterator[None]:
                 os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the flock
+
+
+# What engines and the OS say when a write finds the disk full (28 is ENOSPC: InnoDB's "failed with error 28").
+_FULL_WORDS = re.compile(
+    r"no space left on device|disk is full|disk full|enospc|\b(?:os )?(?:error|errno)[ :=]*28\b", re.IGNORECASE
+)
+# Below both of these, a filesystem counts as full whatever was said: a server that died of it may say only
+# that a process of its was killed (Postgres's WAL writer aborts), and its log may not be readable.
+_FULL_SHARE = 0.01
+_FULL_BYTES = 64 * 2**20
+
+
+def disk_full(where: Path, evidence: str = "") -> str | None:
+    """One sentence saying that the disk holding `where` ran out of space, with the line of `evidence` (an error,
+    a log excerpt) that says so; None when neither the words nor the free space say it."""
+    said = next((ln.strip() for ln in evidence.splitlines() if _FULL_WORDS.search(ln)), "")
+    probe = where
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        usage = os.statvfs(probe)
+    except OSError:
+        return None
+    free = usage.f_bavail * usage.f_frsize
+    total = usage.f_blocks * usage.f_frsize
+    low = total > 0 and free < _FULL_SHARE * total and free < _FULL_BYTES
+    if not said and not low:
+        return None
+    return (
+        f"the disk holding {probe} ran out of space ({free / 2**20:.1f} MiB free of {total / 2**20:,.0f} MiB now)"
+        + (f": {said}" if said else "")
+    )

@@ -1,13 +1,19 @@
 """Faults every engine must survive, written once: Ctrl-C of a run that inherited SIGINT as ignored (started in
 the background of a script) still stops it with status 130, keeps every finished cell and leaves no process;
-and a kept data directory that no longer holds what its cells need (a file replaced or removed) makes the next
-run start that repetition afresh, saying so, instead of failing its cells again and again."""
+a kept data directory that no longer holds what its cells need (a file replaced or removed) makes the next run
+start that repetition afresh, saying so, instead of failing its cells again and again; and a full disk fails
+the cells with one sentence naming it, gives the space back and leaves nothing running (where a small
+filesystem can be mounted). Killed servers, backends and clients, a SIGKILL of dbsweep and stale PID files are
+the contract's too: test_disturbance.py, test_resume.py, test_stale.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,3 +91,45 @@ def test_ctrl_c_inherited_as_ignored_still_stops_then_a_damaged_kept_directory_s
         ("b", "load", "done"),
         ("b", "point-query_range=100", "done"),
     ]
+
+
+@contextlib.contextmanager
+def small_disk(where: Path, megabytes: int) -> Iterator[Path]:
+    """A tmpfs of `megabytes` at `where`, reachable by the server user, unmounted after the block."""
+    where.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}M,mode=755", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {r.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        wait_no_processes(where, timeout=30)
+        subprocess.run(["umount", "--lazy", str(where)], check=False)
+
+
+def test_a_full_disk_fails_the_cells_naming_it_and_gives_the_space_back(
+    engine_name: str, support: Support, tmp: Path
+) -> None:
+    a, b = support.configs
+    with small_disk(tmp / "disk", 64) as disk:
+        study = write_study(
+            tmp, engine=engine_name, config_a=a, config_b=b, rows=400000, seconds=2, warmup=1, workspace=disk / "ws"
+        )
+        r = dbsweep("run", study, check=False)
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, out
+        assert "Traceback" not in out
+        with sqlite3.connect(disk / "ws" / "results.db") as db:
+            stored = db.execute("SELECT status, error FROM cells ORDER BY id").fetchall()
+        # Every cell is stored (the store, on the same disk, got its space back), failed, and says why.
+        assert len(stored) == 4 and {st for st, _ in stored} == {"failed"}, stored
+        first = [e for _, e in stored if not e.startswith("not run: ")]
+        assert first and all(
+            e.startswith(f"the disk holding {disk}/ws/data/") and " ran out of space (" in e for e in first
+        )
+        assert not [p for p in (disk / "ws" / "data").rglob("r1") if any(p.iterdir())], "a full data dir was kept"
+        assert not wait_no_processes(disk, timeout=30)

@@ -180,31 +180,6 @@ def test_a_second_run_of_a_workspace_refuses_and_the_first_is_untouched(tmp: Pat
     assert "Run 1: 6 cells done, 0 failed." in out
 
 
-@pytest.fixture
-def small_disk(tmp: Path) -> Iterator[Path]:
-    """A 200 MB filesystem: room for an empty cluster (about 110 MB with its WAL), not for the tables."""
-    mnt = tmp / "small"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m,mode=0755", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here: {r.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        wait_no_processes(mnt, timeout=60)
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def test_a_full_disk_fails_plainly_and_leaves_nothing_running(tmp: Path, small_disk: Path) -> None:
-    study = write_study(tmp, workspace=str(small_disk / "ws"), rows=400_000, seconds=2, warmup=0)
-    r = dbsweep("run", study, check=False)
-    out = r.stdout + r.stderr
-    assert r.returncode == 1, out
-    assert "Traceback" not in out
-    assert "No space left on device" in out or "free some space" in out, out
-    assert not wait_no_processes(small_disk, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real, finished run's study directory (results in ws/results.db)."""

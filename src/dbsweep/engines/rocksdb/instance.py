@@ -179,8 +179,10 @@ class Store(base.Instance):
         return {"files": kinds}
 
     def data_bytes(self) -> int | None:
-        if not self.db.is_dir():
+        if not self.datadir.is_dir():
             return None
+        if not self.db.is_dir():
+            return 0  # the load makes it: a directory without it holds no data
         return sum(f.stat().st_size for f in self.db.iterdir() if f.is_file())
 
     def settings(self) -> list[dict[str, Any]]:
