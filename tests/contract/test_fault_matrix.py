@@ -3,13 +3,14 @@ the background of a script) still stops it with status 130, keeps every finished
 a kept data directory that no longer holds what its cells need (a file replaced or removed) makes the next run
 start that repetition afresh, saying so, instead of failing its cells again and again; and a full disk fails
 the cells with one sentence naming it, gives the space back and leaves nothing running (where a small
-filesystem can be mounted). Killed servers, backends and clients, a SIGKILL of dbsweep and stale PID files are
+filesystem can be mounted); a SIGKILL of dbsweep while valgrind counts leaves no process and no half count. Killed servers, backends and clients, a SIGKILL of dbsweep and stale PID files are
 the contract's too: test_disturbance.py, test_resume.py, test_stale.py."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -23,6 +24,7 @@ from ..conftest import (
     ROOT,
     alive,
     children_of,
+    cmdline,
     dbsweep,
     done_cells,
     names,
@@ -133,3 +135,46 @@ def test_a_full_disk_fails_the_cells_naming_it_and_gives_the_space_back(
         )
         assert not [p for p in (disk / "ws" / "data").rglob("r1") if any(p.iterdir())], "a full data dir was kept"
         assert not wait_no_processes(disk, timeout=30)
+
+
+def test_sigkill_of_dbsweep_during_a_count_leaves_nothing_running_and_no_count(
+    engine_name: str, support: Support, tmp: Path
+) -> None:
+    if not shutil.which("valgrind"):
+        pytest.skip("needs valgrind")
+    a, b = support.configs
+    study = write_study(tmp, engine=engine_name, config_a=a, config_b=b, rows=5000, seconds=1, warmup=0)
+    counts = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
+    study.write_text(study.read_text() + counts)
+    proc = subprocess.Popen(
+        [*DBSWEEP, "run", str(study), "--counts-only", "--target", "a"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+
+        def counting() -> bool:
+            return any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc))) or proc.poll() is not None
+
+        wait_for(counting, timeout=300)
+        children = alive(children_of(proc))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # Servers, clients and valgrind die with dbsweep, even on SIGKILL.
+    wait_for(lambda: not alive(children), timeout=60)
+    assert not wait_no_processes(tmp, timeout=30)
+    # Nothing half-counted was stored: every count there is whole or a failure that says why.
+    with sqlite3.connect(tmp / "ws" / "results.db") as db:
+        rows = db.execute("SELECT step, per_event, error FROM instructions").fetchall()
+    for step, per_event, error in rows:
+        assert error or (per_event and per_event > 0), (step, per_event, error)
+    st = dbsweep("status", study)
+    assert "done 0, failed 0, pending 4" in st.stdout, st.stdout

@@ -1,7 +1,8 @@
 """The fault matrix of tests/contract/test_fault_matrix.py for the engine whose own tool is the client (RocksDB's
 db_bench, which the contract tests leave out): Ctrl-C of a run that inherited SIGINT as ignored still stops it
 with status 130, keeping every finished cell; a kept database that is no longer the loaded one starts its
-repetition afresh on the next run; a full disk fails the cells naming it and gives the space back. A killed
+repetition afresh on the next run; a full disk fails the cells naming it and gives the space back; a SIGKILL of
+dbsweep while valgrind counts db_bench leaves no process and no half count. A killed
 db_bench is in test_rocksdb.py."""
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import DBSWEEP, ROOT, children_of, dbsweep, done_cells, names, wait_for, wait_no_processes
+from ..conftest import (
+    DBSWEEP,
+    ROOT,
+    alive,
+    children_of,
+    cmdline,
+    dbsweep,
+    done_cells,
+    names,
+    wait_for,
+    wait_no_processes,
+)
 from ..contract.test_fault_matrix import small_disk
 
 pytestmark = pytest.mark.server
@@ -115,3 +127,38 @@ def test_a_full_disk_fails_the_cells_naming_it_and_gives_the_space_back(tmp: Pat
         assert first and all(e.startswith(f"the disk holding {disk}/ws/data/") for e in first), first
         assert all(" ran out of space (" in e for e in first), first
         assert not [p for p in (disk / "ws" / "data").rglob("r1") if any(p.iterdir())], "a full data dir was kept"
+
+
+def test_sigkill_of_dbsweep_during_a_count_leaves_nothing_running_and_no_count(tmp: Path) -> None:
+    if not shutil.which("valgrind"):
+        pytest.skip("needs valgrind")
+    study = _study(tmp, tmp / "ws")
+    study.write_text(study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 2\n")
+    proc = subprocess.Popen(
+        [*DBSWEEP, "run", str(study), "--counts-only", "--target", "lru"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def counting() -> bool:
+            return any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc))) or proc.poll() is not None
+
+        wait_for(counting, timeout=300)
+        children = alive(children_of(proc))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    wait_for(lambda: not alive(children), timeout=60)
+    assert not wait_no_processes(tmp, timeout=30)
+    with sqlite3.connect(tmp / "ws" / "results.db") as db:
+        rows = db.execute("SELECT step, per_event, error FROM instructions").fetchall()
+    for step, per_event, error in rows:
+        assert error or (per_event and per_event > 0), (step, per_event, error)
+    assert "done 0, failed 0, pending 4" in dbsweep("status", study).stdout
