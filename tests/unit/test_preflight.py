@@ -228,7 +228,11 @@ def test_negative_seed_is_rejected(tmp: Path) -> None:
     path.write_text(path.read_text().replace("maintenance_seconds = 0", "maintenance_seconds = 0\nseed = -1"))
     study = load_study(path)
     got = _at(preflight.check(study).problems, study, "suite.seed")
-    assert got and "--seed is an unsigned 64-bit integer (u64)" in got[0] and "0 to 18446744073709551615" in got[0]
+    assert (
+        got
+        and "not a seed the load client takes (an unsigned 64-bit integer (u64))" in got[0]
+        and "0 to 18446744073709551615" in got[0]
+    )
 
 
 def test_range_steps_need_enough_rows(tmp: Path) -> None:

@@ -31,7 +31,7 @@ def common(s: SuiteSettings) -> list[Found]:
         out.append(
             (
                 "suite.seed",
-                f"{s.seed} is not a seed the load client takes: its --seed is {U64}; allowed: 0 to {U64_MAX}",
+                f"{s.seed} is not a seed the load client takes ({U64}); allowed: 0 to {U64_MAX}",
             )
         )
     for j, c in enumerate(s.clients):

@@ -24,7 +24,7 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 _BOOLEAN = {"on": "1", "yes": "1", "true": "1", "off": "0", "no": "0", "false": "0"}
 # Pragmas a diff may not set: they change what a step measures behind its back, or the file's identity.
-_REFUSED = {"busy_timeout": "the load client sets the busy timeout itself (--busy-timeout-ms)"}
+_REFUSED = {"busy_timeout": "the load client sets the busy timeout itself, the same for every target"}
 # Pragmas a diff may set only where the study allows them (`allow_unsafe_settings`), and why. No pragma loads
 # an extension (that is a C call the load client never makes), and the schema the untrusted-schema guard
 # (trusted_schema) protects against is the load client's own.
