@@ -258,7 +258,11 @@ class _Perf:
 
     def _enable(self) -> None:
         assert self._proc is not None and self._control is not None and self._ack is not None
-        os.write(self._control, b"enable\n")
+        try:
+            os.write(self._control, b"enable\n")
+        except BrokenPipeError:  # perf exited before it read a word: the same failures as below, sooner
+            self._proc.wait()
+            raise ProfileError(self._failure()) from None
         deadline = time.monotonic() + _ACK_TIMEOUT_S
         reply = b""
         while b"ack" not in reply:
