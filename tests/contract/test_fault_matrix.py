@@ -1,10 +1,11 @@
 """Faults every engine must survive, written once: Ctrl-C of a run that inherited SIGINT as ignored (started in
 the background of a script) still stops it with status 130, keeps every finished cell and leaves no process;
 a kept data directory that no longer holds what its cells need (a file replaced or removed) makes the next run
-start that repetition afresh, saying so, instead of failing its cells again and again; and a full disk fails
-the cells with one sentence naming it, gives the space back and leaves nothing running (where a small
-filesystem can be mounted); a SIGKILL of dbsweep while valgrind counts leaves no process and no half count. Killed servers, backends and clients, a SIGKILL of dbsweep and stale PID files are
-the contract's too: test_disturbance.py, test_resume.py, test_stale.py."""
+start that repetition afresh, saying so, instead of failing its cells again and again; a full disk fails the
+cells with one sentence naming it, gives the space back and leaves nothing running (where a small filesystem
+can be mounted); a SIGKILL of dbsweep while valgrind counts leaves no process and no half count. Killed
+servers, backends and clients, a SIGKILL of dbsweep mid-step and stale PID files are the contract's too:
+test_disturbance.py, test_resume.py, test_stale.py. RocksDB's db_bench: e2e/test_rocksdb_faults.py."""
 
 from __future__ import annotations
 
