@@ -357,11 +357,25 @@ def test_the_pool_is_asked_for_the_revisions_the_lists_carry() -> None:
     assert debian.pool_candidates([], "11.8.6", naming=MARIADB) == []
 
 
+_AGENT_HOMES: list[Path] = []
+
+
 def _gpg(home: Path, *args: str, stdin: bytes | None = None) -> bytes:
     env = {**os.environ, "GNUPGHOME": str(home)}
+    if home not in _AGENT_HOMES:
+        _AGENT_HOMES.append(home)
     return subprocess.run(
         ["gpg", "--batch", "--quiet", *args], input=stdin, env=env, check=True, capture_output=True
     ).stdout
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_left() -> Iterator[None]:
+    """gpg starts an agent for each home that signs; it would outlive the test."""
+    yield
+    while _AGENT_HOMES:
+        home = _AGENT_HOMES.pop()
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
 
 
 @pytest.fixture
