@@ -1,14 +1,17 @@
 """What a run of a study would reject, and what it would cost, known before any work.
 
 `check` finds what `dbsweep run` would refuse or fail on: sizes the load client cannot take, more
-connections than a target's config lets in, a step listed twice, sources that cannot exist, and config
-settings the target's binary does not know (where that binary is there without building). It also
-estimates the run's wall time and its largest data directory from the study's settings alone.
+connections than a target's config lets in, more clients than the machine can start, a step listed twice,
+sources that cannot exist, and config settings and values the target's binary does not take (where that binary
+is there without building). It also estimates the run's wall time and its largest data directory from the
+study's settings alone.
 
-Nothing here builds, fetches, downloads, starts a server or writes a file. It reads the workspace's
-caches (sources/, builds/) and runs only read-only commands: `postgres --version` and `--describe-config`,
-`apt-get indextargets` over the cached Debian lists, `git rev-parse` in a cached clone or a local
-repository, and the compiler's `--version` (the build cache's key holds it).
+Nothing here builds, fetches, downloads, starts a server or writes outside a temporary directory. It reads the
+workspace's caches (sources/, builds/) and runs only commands that change nothing: the engine's binary asked
+what it knows and whether it takes a config's values (`postgres --describe-config` and `-C`, `mariadbd --verbose
+--help`, a scratch database of the sqlite3 shell or db_bench in a temporary directory), `apt-get indextargets`
+over the cached Debian lists, `git rev-parse` in a cached clone or a local repository, and the compiler's
+`--version` (the build cache's key holds it).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbsweep import configs, installs, paths, placement, plan, unsafe
+from dbsweep import configs, installs, machine, paths, placement, plan, unsafe
 from dbsweep.build import cache
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
@@ -91,6 +94,8 @@ def check(study: Study, *, counts_only: bool = False) -> Preflight:
         *look.problems,
         *_config_problems(study, look),
         *_connection_problems(study, look),
+        *study.bench.engine_problems(look.engine),
+        *machine.client_problems(look.engine, study.bench),
     ]
     est = estimate(study, look, counts_only=counts_only)
     warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
@@ -398,9 +403,11 @@ def _identity(b: cache.Build) -> str:
 
 
 def _config_problems(study: Study, look: _Look) -> list[Found]:
-    """The config diff fitted to each binary that is already there, exactly as the runner fits it."""
+    """The config diff fitted to each binary that is already there, exactly as the runner fits it, and its values
+    read by that binary (`Engine.check_values`: once per install and config)."""
     out: list[Found] = []
     optional = {s.lower() for s in study.optional_settings}
+    checked: dict[tuple[Install, str, str], list[str]] = {}
     for i, (t, k) in enumerate(zip(study.targets, look.known, strict=True)):
         if k.install is None:
             continue
@@ -410,9 +417,14 @@ def _config_problems(study: Study, look: _Look) -> list[Found]:
         assert k.settings is not None
         try:
             diff = configs.load(study.engine, t.config)
-            look.engine.fit_config(diff, k.install, optional, study.allow_unsafe_settings)
+            text, _ = look.engine.fit_config(diff, k.install, optional, study.allow_unsafe_settings)
+            key = (k.install, t.config, text)
+            if key not in checked:
+                checked[key] = look.engine.check_values(diff, k.install, text)
         except DbsweepError as e:
             out.append((f"targets[{i}].config", str(e)))
+            continue
+        out += [(f"targets[{i}].config", m) for m in checked[key]]
     return out
 
 

@@ -44,6 +44,9 @@ class Support(ABC):
     # the value (a server's log line; an embedded engine's own error, with the config's file and line).
     out_of_range: ClassVar[tuple[str, tuple[str, ...]]]
     bad_value: ClassVar[tuple[str, tuple[str, ...]]]
+    # A value `validate` cannot see is wrong (the engine takes it until a start reads what it names), with the
+    # words of the start's refusal; None when no such value is known for the engine.
+    start_refused: ClassVar[tuple[str, tuple[str, ...]] | None] = None
     # The log words of a backend that was killed (the server's own account of a crash restart), and the words
     # of `Instance.disturbance_since` for a crash restart and for a server that died.
     killed_backend: ClassVar[str]
@@ -223,6 +226,11 @@ class PostgresSupport(Support):
     bad_value = (
         "# a value the server rejects at start\nshared_buffers = lots\n",
         ('invalid value for parameter "shared_buffers": "lots"',),
+    )
+    start_refused = (
+        "# a certificate that is not there: postgres -C takes it, the start does not\nssl = on\n"
+        "ssl_cert_file = 'missing.crt'\n",
+        ('could not load server certificate file "missing.crt"',),
     )
     killed_backend = "was terminated by signal 9"
     crash_restart_words = ("the server crash-restarted its backends during the step", "was terminated by signal 9")

@@ -55,12 +55,14 @@ def test_validate_refuses_an_unsafe_mariadb_setting_until_the_study_allows_it(tm
 
 def test_a_refused_value_in_square_brackets_fails_its_target_and_is_printed_whole(tmp: Path) -> None:
     """The server's refusal quotes the value: text, not markup, on every path (the failed target's line, the
-    cell lines, the stored error); once a closing tag in it crashed the run before the cells were stored."""
+    cell lines, the stored error); once a closing tag in it crashed the run before the cells were stored. The value
+    is one only a start refuses (validate's `postgres -C` takes a certificate's path; the server reads the file when
+    it starts), so the run gets that far."""
     configs = tmp / "configs" / "postgres"
     configs.mkdir(parents=True)
     shipped = ROOT / "configs" / "postgres" / "cx10a_c2r24.conf"
     (configs / shipped.name).write_text(shipped.read_text())
-    (configs / "brackets.conf").write_text("work_mem = '[/x] [bold]'\n")
+    (configs / "brackets.conf").write_text("ssl = on\nssl_cert_file = '[/x] [bold]'\n")
     env = {"DBSWEEP_CONFIGS": str(tmp / "configs")}
     study = write_study(tmp, config_b="brackets")
     r = dbsweep("run", study, check=False, env=env)

@@ -123,7 +123,9 @@ def test_two_libraries_one_client_through_the_cli(built: cache.Build, tmp: Path)
     assert len({path for _, path, _ in libraries}) == 2, "each target's client opened its own library"
 
 
-def test_a_pragma_sqlite_does_not_take_fails_its_target(built: cache.Build, tmp: Path) -> None:
+def test_a_pragma_sqlite_does_not_take_is_refused_before_any_work(built: cache.Build, tmp: Path) -> None:
+    """The built library reads the pragma back on a scratch database before the run does any work (the words the
+    first start would say), and a pragma it does not know is refused by name."""
     configs = tmp / "configs"
     (configs / "sqlite").mkdir(parents=True)
     (configs / "sqlite" / "wal_normal.conf").write_text("journal_mode = WAL\n")
@@ -131,7 +133,8 @@ def test_a_pragma_sqlite_does_not_take_fails_its_target(built: cache.Build, tmp:
     (configs / "sqlite" / "unknown.conf").write_text("journal_mode = WAL\nno_such_pragma = 1\n")
     env = {"DBSWEEP_CONFIGS": str(configs)}
     r = dbsweep("run", _study(tmp, "bad"), env=env, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
+    assert not (tmp / "ws" / "results.db").exists()
     assert "PRAGMA journal_mode = sideways (bad.conf:2), which SQLite 3.40.1 does not take: it reads back as" in (
         r.stdout + r.stderr
     )

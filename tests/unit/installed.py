@@ -1,6 +1,7 @@
 """A stand-in for Debian's prebuilt Postgres 15 (`source = "system"`), so that unit tests never run, nor need,
 a real Postgres: the directory layout the engine looks for (`<root>/15/bin/postgres`) with a `postgres` that
-only answers `--version` and `--describe-config` (the setting names of postgres-15-settings.txt) and a
+only answers `--version`, `--describe-config` (the setting names of postgres-15-settings.txt) and `-C` (a
+fixed value, as though every value of the config were taken) and a
 `pg_config` with Debian's flags. It refuses to run a server.
 
 `tests/e2e/test_system_install.py` holds the stand-in against the installed Postgres 15, so it cannot drift.
@@ -36,6 +37,10 @@ case "$1" in
   --version) echo '{version}' ;;
   --describe-config)
     while read -r name; do printf '%s\\tuser\\tstand-in\\tSTRING\\t\\t\\t\\t\\t\\n' "$name"; done < '{settings}' ;;
+  -C)
+    # What `postgres -C NAME -D DIR` prints once it took the values of DIR/postgresql.conf: shared_buffers's
+    # default of 16384 pages of 8192 bytes (preflight asks it; the stand-in trusts every value).
+    if [ "$2" = block_size ]; then echo 8192; else echo 16384; fi ;;
   *) echo "the unit tests' stand-in for Postgres runs no server (asked: $*)" >&2; exit 1 ;;
 esac
 """

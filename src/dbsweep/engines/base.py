@@ -16,6 +16,7 @@ probed and stopped, with the statistics, sizes and log lines a step needs.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from dbsweep import machine
 from dbsweep.errors import DbsweepError
 
 if TYPE_CHECKING:
@@ -330,6 +332,26 @@ class Engine(ABC):
         """How many connections a server with this config takes (and where that comes from); None when the
         engine has no such limit."""
 
+    def check_values(self, diff: ConfigDiff, install: Install, text: str) -> list[str]:
+        """Why this install would refuse the diff's values, found before any work: `text` is the diff as
+        `fit_config` made it for the install, and the engine's own binary reads it and exits (a scratch file
+        in a temporary directory at most, never a server). Each problem is one or two sentences naming the
+        config's file and line, the setting, its value and the engine's own words, or a size beyond this
+        machine (its memory, the threads it can start) with the estimate and the limit. Default: none."""
+        return []
+
+    # What a server starts for each connection ("a backend process"), "" for nothing: preflight counts the threads
+    # and processes a step starts against what the machine can start (`machine.client_problems`).
+    connection_task: ClassVar[str] = ""
+    # Why the engine generates an auto-increment id only as the table's primary key ("" when any column may have
+    # one): a suite whose table gives the id a secondary index instead cannot make it.
+    generated_id_needs_key: ClassVar[str] = ""
+
+    def client_cap(self) -> tuple[int, str] | None:
+        """The most clients the engine runs well on this machine and why, in a sentence with the figures behind
+        it; None: only the machine's limits bound them."""
+        return None
+
     # ---- instances ------------------------------------------------------------------------------------
 
     @abstractmethod
@@ -369,6 +391,62 @@ class UnsafeSetting:
     name: str  # its entry in unsafe_settings, as a study's allow_unsafe_settings names it
     reason: str
     setting: Setting
+
+
+def refused_value(config: str, setting: Setting, engine: str, words: str) -> str:
+    """The problem of a value the engine refuses, in the engine's own words ("MariaDB 10.11.14" as `engine`)."""
+    return (
+        f"config {config} sets {setting.name} = {setting.value} ({setting.origin}), which {engine} refuses: "
+        f"{words.rstrip('.')}."
+    )
+
+
+def refused_config(config: str, engine: str, words: str) -> str:
+    """The problem of a config the engine refuses where its words name no setting of it."""
+    return f"{engine} refuses config {config}: {words.rstrip('.')}."
+
+
+def over_memory(config: str, setting: Setting, what: str, estimate: int, own: int) -> str | None:
+    """The problem of a setting that makes `what` (e.g. "MariaDB's caches") take more than this machine's memory,
+    with the estimate, the limit and the most the setting may be (`own`: its share of the estimate); None when
+    it fits."""
+    limit = machine.memory()
+    if estimate <= limit.value:
+        return None
+    room = max(0, limit.value - (estimate - own))
+    return (
+        f"config {config} sets {setting.name} = {setting.value} ({setting.origin}): {what} would take about "
+        f"{machine.shown_bytes(estimate)}, more than this machine's memory ({machine.shown_bytes(limit.value)}, "
+        f"{limit.where}); {setting.name} may be at most {machine.shown_bytes(room)} here."
+    )
+
+
+def over_tasks(config: str, setting: Setting, count: int, what: str) -> str | None:
+    """The problem of a setting that starts `count` threads (`what` they are) where the machine cannot; None
+    when it can."""
+    free = machine.tasks()
+    if count <= free.value:
+        return None
+    return (
+        f"config {config} sets {setting.name} = {setting.value} ({setting.origin}): {count:,} {what}, more than "
+        f"this machine can start now ({free.value:,}: {free.where})."
+    )
+
+
+def setting_named(words: str, settings: Iterable[Setting]) -> Setting | None:
+    """The setting an engine's message is about, however the engine spells it: `innodb-flush-method` or
+    `innodb_flush_method`, any case, or as words (`Cache type` for cache_type); the longest name wins, and the
+    last line of a setting given twice (the one that counts)."""
+    low = words.lower()
+    found: Setting | None = None
+    for s in settings:
+        name = s.name.lower().removeprefix("loose_")
+        forms = {name, name.replace("_", "-"), name.replace("_", " ")}
+        if any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(f)}(?![\w-])", low) for f in forms) and (
+            found is None or len(s.name) >= len(found.name)
+        ):
+            found = s
+    return found
 
 
 def _refusal(config: str, refused: list[UnsafeSetting]) -> str:

@@ -22,7 +22,7 @@ from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation
 
 if TYPE_CHECKING:
-    from dbsweep.engines.base import Access
+    from dbsweep.engines.base import Access, Engine
     from dbsweep.loadclient import Client, StepOutput
     from dbsweep.report.tables import ExtraTable
 
@@ -110,6 +110,10 @@ class Suite(ABC):
 
     def settings_problems(self) -> list[Found]:
         """What the settings model alone cannot say (combinations of fields)."""
+        return []
+
+    def engine_problems(self, engine: Engine) -> list[Found]:
+        """Settings the study's engine cannot run (what the engine says it cannot make)."""
         return []
 
     def steps(self) -> list[str]:

@@ -92,8 +92,16 @@ class Postgres(base.Engine):
     def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
         return config.fit_to_version(diff, self.known_settings(install), install.short_version, optional)
 
+    def check_values(self, diff: ConfigDiff, install: base.Install, text: str) -> list[str]:
+        """The config read by the install's `postgres -C`, which checks every value and exits (`values`)."""
+        from dbsweep.engines.postgres import values
+
+        return values.check(diff, install, text)
+
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
         return config.connection_limit(diff)
+
+    connection_task: ClassVar[str] = "a backend process"
 
     # ---- instances
 

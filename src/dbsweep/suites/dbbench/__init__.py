@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from dbsweep import machine
 from dbsweep.engines.base import Access
 from dbsweep.loadclient import StepOutput
 from dbsweep.measure.instructions import CountPlan
@@ -48,6 +49,9 @@ WARMUP_KEYS_PER_S = 190_000
 # benchmark_compare.sh's settle step reads among this many keys: its work is beside the point, its time is not.
 SETTLE_KEYS = 100
 MB = 1024 * 1024
+# The memtables of every step (benchmark.sh's): up to this many of this size, beside the block cache.
+MEMTABLE_BYTES = 16 * MB
+MEMTABLES = 8
 
 
 class DbbenchSettings(SuiteSettings):
@@ -159,7 +163,7 @@ class Dbbench(Suite):
             f"--compression_type={'lz4' if io_bound else 'none'}",
             "--compression_ratio=0.5",
             "--bytes_per_sync=1048576",
-            f"--write_buffer_size={16 * MB}",
+            f"--write_buffer_size={MEMTABLE_BYTES}",
             f"--target_file_size_base={16 * MB}",
             f"--max_bytes_for_level_base={64 * MB}",
             "--max_bytes_for_level_multiplier=8",
@@ -175,7 +179,7 @@ class Dbbench(Suite):
             "--num_levels=8",
             "--level_compaction_dynamic_level_bytes=true",
             "--pin_l0_filter_and_index_blocks_in_cache=1",
-            "--max_write_buffer_number=8",
+            f"--max_write_buffer_number={MEMTABLES}",
             "--level0_file_num_compaction_trigger=4",
             "--level0_slowdown_writes_trigger=20",
             "--level0_stop_writes_trigger=30",
@@ -343,7 +347,33 @@ class Dbbench(Suite):
     # ---- preflight
 
     def size_problems(self) -> list[Found]:
-        return []
+        """The block cache and the memtables against this machine's memory, the background jobs against the threads
+        it can start."""
+        s = self.settings
+        out: list[Found] = []
+        memory = machine.memory()
+        memtables = MEMTABLE_BYTES * MEMTABLES
+        need = self.cache_mb() * MB + memtables
+        if s.cache_mb is not None and need > memory.value:
+            most = max(0, memory.value - memtables) // MB
+            out.append(
+                (
+                    "suite.cache_mb",
+                    f"a block cache of {s.cache_mb:,} MB with the memtables ({memtables // MB} MB) would take about "
+                    f"{machine.shown_bytes(need)}, more than this machine's memory "
+                    f"({machine.shown_bytes(memory.value)}, {memory.where}); cache_mb may be at most {most:,} here",
+                )
+            )
+        free = machine.tasks()
+        if s.background_jobs is not None and s.background_jobs > free.value:
+            out.append(
+                (
+                    "suite.background_jobs",
+                    f"{s.background_jobs:,} background jobs are threads RocksDB starts, more than this machine can "
+                    f"start now ({free.value:,}: {free.where})",
+                )
+            )
+        return out
 
     def connections(self) -> list[Connections]:
         return []

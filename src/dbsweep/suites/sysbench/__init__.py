@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -30,6 +30,9 @@ from dbsweep.suites.sysbench.steps import (
     StepSpec,
     five_group,
 )
+
+if TYPE_CHECKING:
+    from dbsweep.engines.base import Engine
 
 # Rough figures of this VM for preflight's estimate (2 vCPUs, Debian's Postgres 15, cx10a): the load's
 # multi-row INSERTs (48k rows/s measured), its CREATE INDEX on k, the postwrite VACUUM, a CHECKPOINT.
@@ -311,6 +314,18 @@ class Sysbench(Suite):
                     )
                 )
         return out
+
+    def engine_problems(self, engine: Engine) -> list[Found]:
+        if self.settings.primary_key or not engine.generated_id_needs_key:
+            return []
+        return [
+            (
+                "suite.primary_key",
+                f"false gives sbtest's id a secondary index instead of the primary key (sysbench's --secondary), "
+                f"which {engine.title} cannot make: {engine.generated_id_needs_key}; leave primary_key out or set it "
+                "to true",
+            )
+        ]
 
     def connections(self) -> list[Connections]:
         out = [Connections(1, "the load", "its one connection")]
