@@ -326,3 +326,102 @@ class Recorder:
 
     def on_progress(self, fraction: float, message: str) -> None:
         self.progress.append((fraction, message))
+
+
+def _sigint_ignored() -> None:
+    # What bash does to a command it starts in the background of a script.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def interrupt_with_sigint_ignored(
+    study: Path, running: Callable[[subprocess.Popen[str]], bool]
+) -> tuple[int, str, list[psutil.Process]]:
+    """`dbsweep run STUDY` started as a script's background command starts it (SIGINT ignored), sent SIGINT as
+    soon as `running(proc)` holds: its exit status, its output and the children it had then."""
+    proc = subprocess.Popen(
+        [*DBSWEEP, "run", str(study)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_sigint_ignored,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        wait_for(lambda: running(proc) or proc.poll() is not None, timeout=300)
+        children = children_of(proc)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, children
+
+
+def sigkill_during_count(study: Path, target: str, where: Path) -> None:
+    """`dbsweep run STUDY --counts-only --target TARGET`, killed with SIGKILL once valgrind runs: its servers,
+    clients and valgrind die with it, nothing runs under `where`, every count stored is whole or a failure that
+    says why, and `status` still reads the store."""
+    proc = subprocess.Popen(
+        [*DBSWEEP, "run", str(study), "--counts-only", "--target", target],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def counting() -> bool:
+            return any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc))) or proc.poll() is not None
+
+        wait_for(counting, timeout=300)
+        children = alive(children_of(proc))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    wait_for(lambda: not alive(children), timeout=60)
+    assert not wait_no_processes(where, timeout=30)
+    with sqlite3.connect(where / "ws" / "results.db") as db:
+        rows = db.execute("SELECT step, per_event, error FROM instructions").fetchall()
+    for step, per_event, error in rows:
+        assert error or (per_event and per_event > 0), (step, per_event, error)
+    assert "done 0, failed 0, pending 4" in dbsweep("status", study).stdout
+
+
+@contextlib.contextmanager
+def small_disk(where: Path, megabytes: int) -> Iterator[Path]:
+    """A tmpfs of `megabytes` at `where`, reachable by the server user, unmounted after the block; the test is
+    skipped where none can be mounted."""
+    where.mkdir()
+    options = f"size={megabytes}M,mode=755"
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {r.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        wait_no_processes(where, timeout=30)
+        subprocess.run(["umount", "--lazy", str(where)], check=False)
+
+
+def run_on_a_full_disk(study: Path, disk: Path) -> None:
+    """`dbsweep run STUDY` with its workspace on `disk`, too small for its data: every cell is stored (the store,
+    on the same disk, got its space back) as failed, the first ones naming the full disk, the rest not run; no
+    data directory is kept full; nothing is left running."""
+    r = dbsweep("run", study, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Traceback" not in out
+    with sqlite3.connect(disk / "ws" / "results.db") as db:
+        stored = db.execute("SELECT status, error FROM cells ORDER BY id").fetchall()
+    assert len(stored) == 4 and {st for st, _ in stored} == {"failed"}, stored
+    first = [e for _, e in stored if not e.startswith("not run: ")]
+    assert first and all(e.startswith(f"the disk holding {disk}/ws/data/") for e in first), first
+    assert all(" ran out of space (" in e for e in first), first
+    assert not [p for p in (disk / "ws" / "data").rglob("r1") if any(p.iterdir())], "a full data dir was kept"
+    assert not wait_no_processes(disk, timeout=30)

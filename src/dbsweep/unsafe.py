@@ -10,13 +10,14 @@ allowed for the provenance and the reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dbsweep import configs
 from dbsweep.errors import DbsweepError
 
 if TYPE_CHECKING:
+    from dbsweep.configs import ConfigDiff
     from dbsweep.study import Study
 
 PROVENANCE_KEY = "unsafe_settings_allowed"
@@ -38,20 +39,26 @@ def study_problems(study: Study) -> list[tuple[str, str]]:
                     f"{name!r} is not a setting {engine.title} refuses as unsafe; those a study may allow: {known}",
                 )
             )
+    for field, diff in _configs(study):
+        try:
+            engine.refuse_unsafe(diff, study.allow_unsafe_settings)
+        except DbsweepError as e:
+            out.append((field, str(e)))
+    return out
+
+
+def _configs(study: Study) -> Iterator[tuple[str, ConfigDiff]]:
+    """(field, diff) of each config the study names, once, at the first target naming it; a config that cannot
+    be loaded is left to the study's own check, which reports it."""
     seen: set[str] = set()
     for i, t in enumerate(study.targets):
         if t.config in seen:
             continue
         seen.add(t.config)
         try:
-            diff = configs.load(study.engine, t.config)
+            yield f"targets[{i}].config", configs.load(study.engine, t.config)
         except DbsweepError:
-            continue  # the study's own check reports a config it cannot load
-        try:
-            engine.refuse_unsafe(diff, study.allow_unsafe_settings)
-        except DbsweepError as e:
-            out.append((f"targets[{i}].config", str(e)))
-    return out
+            continue
 
 
 def warnings(study: Study) -> list[tuple[str, str]]:
@@ -61,22 +68,14 @@ def warnings(study: Study) -> list[tuple[str, str]]:
 
     engine = engine_named(study.engine)
     out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for i, t in enumerate(study.targets):
-        if t.config in seen:
-            continue
-        seen.add(t.config)
-        try:
-            found = engine.unsafe_in(configs.load(study.engine, t.config).settings)
-        except DbsweepError:
-            continue
+    for field, diff in _configs(study):
         out += [
             (
-                f"targets[{i}].config",
-                f"config {t.config} sets {u.setting.name} ({u.setting.origin}), which {u.reason}; "
+                field,
+                f"config {diff.name} sets {u.setting.name} ({u.setting.origin}), which {u.reason}; "
                 "the study allows it (allow_unsafe_settings)",
             )
-            for u in found
+            for u in engine.unsafe_in(diff.settings)
         ]
     return out
 
