@@ -425,3 +425,17 @@ def run_on_a_full_disk(study: Path, disk: Path) -> None:
     assert all(" ran out of space (" in e for e in first), first
     assert not [p for p in (disk / "ws" / "data").rglob("r1") if any(p.iterdir())], "a full data dir was kept"
     assert not wait_no_processes(disk, timeout=30)
+
+
+def own_configs(tmp: Path, engine: str, shipped: str, **written: str) -> dict[str, str]:
+    """A configs directory of the test's own (tmp/configs/ENGINE): the shipped config `shipped` copied, and each
+    NAME=TEXT of `written` as a config NAME; the environment that makes dbsweep read it."""
+    from dbsweep.engines.registry import engine_named
+
+    suffix = engine_named(engine).config_suffix
+    where = tmp / "configs" / engine
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"{shipped}{suffix}").write_text((ROOT / "configs" / engine / f"{shipped}{suffix}").read_text())
+    for name, text in written.items():
+        (where / f"{name}{suffix}").write_text(text)
+    return {"DBSWEEP_CONFIGS": str(tmp / "configs")}

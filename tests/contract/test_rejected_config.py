@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep import paths
 from dbsweep.engines.base import Engine
 from dbsweep.errors import ServerError
 
-from ..conftest import dbsweep, processes_under, running_instance, write_study
+from ..conftest import dbsweep, own_configs, processes_under, running_instance, write_study
 from .engines import Support
 
 pytestmark = pytest.mark.server
@@ -29,22 +28,18 @@ def test_the_server_log_names_the_refused_setting(engine_name: str, support: Sup
     assert not processes_under(tmp / "home")
 
 
-def _broken_study(engine_name: str, engine: Engine, support: Support, tmp: Path, config: str) -> Path:
+def _broken_study(engine_name: str, support: Support, tmp: Path, config: str) -> Path:
     """A study whose target b runs `config` (as configs/ENGINE/broken), target a a shipped config."""
     a, _ = support.configs
-    configs = tmp / "configs" / engine_name
-    configs.mkdir(parents=True)
-    shipped = paths.configs_root() / engine_name / f"{a}{engine.config_suffix}"
-    (configs / shipped.name).write_text(shipped.read_text())
-    (configs / f"broken{engine.config_suffix}").write_text(config)
+    own_configs(tmp, engine_name, a, broken=config)
     return write_study(tmp, engine=engine_name, config_a=a, config_b="broken")
 
 
 def test_a_bad_value_is_refused_before_any_work_in_the_engines_words(
-    engine_name: str, engine: Engine, support: Support, tmp: Path
+    engine_name: str, support: Support, tmp: Path
 ) -> None:
     config, words = support.bad_value
-    study = _broken_study(engine_name, engine, support, tmp, config)
+    study = _broken_study(engine_name, support, tmp, config)
     r = dbsweep("run", study, check=False, env={"DBSWEEP_CONFIGS": str(tmp / "configs")})
     assert r.returncode == 2, r.stdout + r.stderr
     said = " ".join(r.stderr.split())
@@ -60,7 +55,7 @@ def test_a_value_only_the_start_refuses_fails_the_target_with_the_server_log(
     if support.start_refused is None:
         pytest.skip(f"no value is known here that {engine.title} takes until its start reads it")
     config, words = support.start_refused
-    study = _broken_study(engine_name, engine, support, tmp, config)
+    study = _broken_study(engine_name, support, tmp, config)
     env = {"DBSWEEP_CONFIGS": str(tmp / "configs")}
     r = dbsweep("run", study, check=False, env=env)
     assert r.returncode == 1, r.stdout + r.stderr

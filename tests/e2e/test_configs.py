@@ -10,7 +10,7 @@ import pytest
 
 from dbsweep.engines.mariadb import install as mariadb_installs
 
-from ..conftest import ROOT, dbsweep, write_study
+from ..conftest import dbsweep, own_configs, write_study
 
 pytestmark = pytest.mark.server
 
@@ -31,12 +31,7 @@ def test_study_with_unsupported_setting_fails_then_runs_when_optional(tmp: Path)
 
 @pytest.mark.skipif(not mariadb_installs.system_versions(), reason="needs Debian's MariaDB (scripts/setup.sh)")
 def test_validate_refuses_an_unsafe_mariadb_setting_until_the_study_allows_it(tmp: Path) -> None:
-    configs = tmp / "configs" / "mariadb"
-    configs.mkdir(parents=True)
-    shipped = ROOT / "configs" / "mariadb" / "cz12a_c2r24.cnf"
-    (configs / shipped.name).write_text(shipped.read_text())
-    (configs / "boot.cnf").write_text("innodb_buffer_pool_size = 128M\ninit_file = /tmp/x.sql\n")
-    env = {"DBSWEEP_CONFIGS": str(tmp / "configs")}
+    env = own_configs(tmp, "mariadb", "cz12a_c2r24", boot="innodb_buffer_pool_size = 128M\ninit_file = /tmp/x.sql\n")
     study = write_study(tmp, engine="mariadb", config_a="cz12a_c2r24", config_b="boot")
     r = dbsweep("validate", study, check=False, env=env)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -58,12 +53,7 @@ def test_a_refused_value_in_square_brackets_fails_its_target_and_is_printed_whol
     cell lines, the stored error); once a closing tag in it crashed the run before the cells were stored. The value
     is one only a start refuses (validate's `postgres -C` takes a certificate's path; the server reads the file when
     it starts), so the run gets that far."""
-    configs = tmp / "configs" / "postgres"
-    configs.mkdir(parents=True)
-    shipped = ROOT / "configs" / "postgres" / "cx10a_c2r24.conf"
-    (configs / shipped.name).write_text(shipped.read_text())
-    (configs / "brackets.conf").write_text("ssl = on\nssl_cert_file = '[/x] [bold]'\n")
-    env = {"DBSWEEP_CONFIGS": str(tmp / "configs")}
+    env = own_configs(tmp, "postgres", "cx10a_c2r24", brackets="ssl = on\nssl_cert_file = '[/x] [bold]'\n")
     study = write_study(tmp, config_b="brackets")
     r = dbsweep("run", study, check=False, env=env)
     out = r.stdout + r.stderr
