@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh), then runs the whole test suite: the load
 # client's Rust tests, the linters and type checks, and pytest against real servers.
-# Extra arguments go to pytest (e.g. -k store, -x).
+# Extra arguments go to pytest (e.g. -k store, -x); the tests run in two workers (DBSWEEP_TEST_WORKERS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,4 +17,7 @@ echo "==> ruff and mypy"
 .venv/bin/ruff format --check --quiet .
 .venv/bin/mypy
 echo "==> pytest"
-exec .venv/bin/pytest "$@"
+# Two workers, a test module each at a time (its module-scoped servers and runs stay in one worker): most tests
+# wait on timed steps and servers rather than on a CPU, so two halve the run (29 min to 16 min here).
+# DBSWEEP_TEST_WORKERS=0 runs them one after another.
+exec .venv/bin/pytest -n "${DBSWEEP_TEST_WORKERS:-2}" --dist loadfile "$@"
