@@ -93,6 +93,51 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
     return path
 
 
+DBBENCH_STUDY = """\
+name = "rx"
+engine = "rocksdb"
+base = "lru"
+workspace = "{workspace}"
+
+[suite]
+name = "dbbench"
+steps = {steps}
+keys = {keys}
+clients = {clients}
+{suite}
+
+[[targets]]
+name = "lru"
+source = "system"
+config = "lru"
+
+[[targets]]
+name = "hcc"
+source = "system"
+config = "{config}"
+"""
+
+
+def write_dbbench_study(
+    directory: Path,
+    *,
+    workspace: Path | None = None,
+    steps: str = '["fillseq", "readrandom"]',
+    keys: int = 50000,
+    clients: str = "[1]",
+    config: str = "hyper_clock",
+    suite: str = "",
+) -> Path:
+    """A two-target dbbench study of Debian's db_bench (`system`), rx.toml in `directory`: targets lru (the base)
+    and hcc differ in their config; `suite` adds lines to [suite] (TOML values are given as TOML)."""
+    path = directory / "rx.toml"
+    text = DBBENCH_STUDY.format(
+        workspace=workspace or directory / "ws", steps=steps, keys=keys, clients=clients, config=config, suite=suite
+    )
+    path.write_text(text)
+    return path
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests in contract/ and e2e/ must say they need a server; tests in unit/ must not need one."""
     wrong = []

@@ -19,6 +19,11 @@ from dbsweep.errors import DbsweepError
 _QUOTED_INCLUDE = re.compile(r"""^\s*include\s*=?\s*'([^']+)'\s*(#.*)?$""", re.IGNORECASE)
 
 
+def stays_inside(path: str) -> bool:
+    """Whether a path a server resolves from its data directory stays in it: relative, and without `..`."""
+    return not path.startswith("/") and ".." not in path.split("/")
+
+
 def quoted_include(line: str) -> str | None:
     """The file an `include 'x.conf'` line names, or None for another line."""
     m = _QUOTED_INCLUDE.match(line)

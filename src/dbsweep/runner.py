@@ -178,6 +178,7 @@ class Runner:
         self.keep_data = keep_data
         self.executor = executor or Local()
         self.engine = engine_named(study.engine)
+        self.serverless = self.engine.kind != "server"  # no server process: its data is one file or directory
         self.suite = study.bench
         self.user = self.engine.server_user()
         self.host = provenance.host_facts(study.workspace_dir)
@@ -394,7 +395,7 @@ class Runner:
 
     def _profiles_todo(self, run_id: int) -> dict[str, list[str]]:
         """target -> the timed steps still to profile (the load is sized, not timed: not profiled)."""
-        if not self.study.measure.profile or self.engine.kind != "server":
+        if not self.study.measure.profile or self.serverless:
             return {}  # preflight said why
         shares = self.suite.instruction_steps()
         setup = set(self.suite.setup_steps())
@@ -535,14 +536,12 @@ class Runner:
                     lacking = f"the server did not start on it ({str(e).splitlines()[0]})"
                 if lacking is not None:
                     instance.stop()
-                    replay = self._setup_before(target, rep, keys)
-                    why_fresh = (
-                        f"the kept data directory {instance.home} no longer holds what the cells need: {lacking}"
-                    )
+                    replay, why_fresh = self._setup_before(target, rep, keys), lacking
             if replay is not None:
                 if why_fresh:
+                    said = f"the kept data directory {instance.home} no longer holds what the cells need: {why_fresh}"
                     progress.console.print(
-                        styled(f"{target.label} r{rep}: {why_fresh}: starting this repetition afresh", "yellow")
+                        styled(f"{target.label} r{rep}: {said}: starting this repetition afresh", "yellow")
                     )
                 progress.console.print(styled(f"{target.label} r{rep}: a fresh data directory, then start", "dim"))
                 instance.init()
@@ -552,7 +551,7 @@ class Runner:
                 placement.pin_tree(instance.pid, self.cpus.server)
         except ServerError as e:
             instance.stop()
-            error = self._unless_full(instance, str(e), progress)
+            error = self._full_disk(instance, str(e), progress) or str(e)
             # Said before it is stored: a store that cannot be written (a full disk) must not hide why.
             progress.console.print(styled(f"{target.label}: {error}", "red"))
             self._fail_all(keys, target_id, error, out, progress, overall)
@@ -582,9 +581,10 @@ class Runner:
                         self._step(instance, access, key, lambda m: None)
                     except StepError as e:
                         raise StepError(instance.disturbance_since(mark) or str(e)) from e
-                    _mark_state(instance, key.step, self.engine.kind != "server")
+                    _mark_state(instance, key.step, self.serverless)
             except (EngineError, StepError) as e:
-                error = self._unless_full(instance, f"the server could not be readied for its steps: {e}", progress)
+                error = f"the server could not be readied for its steps: {e}"
+                error = self._full_disk(instance, error, progress) or error
                 progress.console.print(styled(f"{target.label} r{rep}: {error}", "red"))
                 self._fail_all(keys, target_id, error, out, progress, overall)
                 return
@@ -608,11 +608,8 @@ class Runner:
                 disturbed = instance.disturbance_since(mark)
                 if disturbed is not None:
                     failure = disturbed if failure is None else f"{disturbed}; the step saw: {failure}"
-                full = False
-                if failure is not None:
-                    said = failure
-                    failure = self._unless_full(instance, failure, progress, mark.log_offset)
-                    full = failure != said
+                full = None if failure is None else self._full_disk(instance, failure, progress, mark.log_offset)
+                failure = full or failure
                 if failure is None and step is not None:
                     if before is not None:
                         step.summary["maintenance_before"] = before
@@ -632,7 +629,7 @@ class Runner:
                         histograms=step.histograms,
                     )
                     if key.step in setup:
-                        _mark_state(instance, key.step, self.engine.kind != "server")
+                        _mark_state(instance, key.step, self.serverless)
                 else:
                     result = CellResult(key, "failed", started, now(), error=failure, build=build, provenance=prov)
                 progress.remove_task(task)
@@ -642,10 +639,10 @@ class Runner:
                 progress.advance(overall)
                 if result.status == "failed":
                     is_setup = key.step in setup
-                    if disturbed is not None or is_setup or full:
+                    if disturbed is not None or is_setup or full is not None:
                         rest = keys[keys.index(key) + 1 :]
                         why = f"the server failed during {key}" if disturbed is not None else f"{key} failed"
-                        why = f"the disk filled during {key}" if full else why
+                        why = f"the disk filled during {key}" if full is not None else why
                         self._fail_all(rest, target_id, f"not run: {why}", out, progress, overall)
                         break
         finally:
@@ -657,17 +654,17 @@ class Runner:
         if all_done and not self.keep_data:
             shutil.rmtree(instance.home, ignore_errors=True)
 
-    def _unless_full(self, instance: Instance, error: str, progress: Progress, log_from: int = 0) -> str:
-        """`error`, or, when a full disk caused it, one sentence naming the disk first. The repetition's data
-        directory is then removed: kept, it would starve the next target and the results store of the space
-        (a later run starts the repetition afresh)."""
+    def _full_disk(self, instance: Instance, error: str, progress: Progress, log_from: int = 0) -> str | None:
+        """When a full disk caused `error`: the error with one sentence naming the disk first, and the repetition's
+        data directory removed (kept, it would starve the next target and the results store of the space; a later
+        run starts the repetition afresh). None when the disk did not cause it."""
         try:
             excerpt = instance.log_excerpt(log_from)
         except (OSError, DbsweepError):
             excerpt = ""
         cause = workspace.disk_full(instance.home, f"{error}\n{excerpt}")
         if cause is None:
-            return error
+            return None
         instance.stop()
         shutil.rmtree(instance.home, ignore_errors=True)
         progress.console.print(
@@ -710,21 +707,18 @@ class Runner:
         self, instance: Instance, target: Target, rep: int, keys: list[CellKey]
     ) -> tuple[list[CellKey] | None, str]:
         """(None, "") when the data directory already holds the state the first cell to run expects; else the
-        finished setup cells to run again (unrecorded) on a fresh one, and why a kept directory would not do
-        ("" when there was none to keep). A setup step that is itself to run always starts from a fresh data
+        finished setup cells to run again (unrecorded) on a fresh one, and what the kept directory lacks ("" when
+        there was none to keep). A setup step that is itself to run always starts from a fresh data
         directory: a resume never builds on half a load."""
         before = self._setup_before(target, rep, keys)
         state = _state_file(instance)
         held = [step for step, _ in _held(instance)] if state.is_file() else []
-        lacking = f"the kept data directory {instance.home} no longer holds what the cells need"
         if keys[0].step in self.suite.setup_steps() or held != [k.step for k in before]:
             return before, ""
         if not instance.initialized():
-            return before, f"{lacking}: it is no longer a whole {self.engine.title} data directory"
-        replaced = _replaced(instance, self.engine.kind != "server")
-        if replaced is not None:
-            return before, f"{lacking}: {replaced}"
-        return None, ""
+            return before, f"it is no longer a whole {self.engine.title} data directory"
+        replaced = _replaced(instance, self.serverless)
+        return (before, replaced) if replaced is not None else (None, "")
 
     def _maintain(self, instance: Instance, say: Callable[[str], None]) -> dict[str, Any]:
         """The postwrite maintenance before a step; its failure fails that step, not the run."""

@@ -22,36 +22,9 @@ import pytest
 
 from dbsweep.engines.registry import engine_named
 
-from ..conftest import dbsweep, start_run
+from ..conftest import dbsweep, start_run, write_dbbench_study
 
 pytestmark = pytest.mark.server
-
-STUDY = """\
-name = "rx"
-engine = "rocksdb"
-base = "lru"
-workspace = "{workspace}"
-
-[suite]
-name = "dbbench"
-steps = {steps}
-keys = 50000
-read_seconds = 2
-write_seconds = {write_seconds}
-settle_seconds = 1
-clients = [1, 2]
-cache_mb = 64
-
-[[targets]]
-name = "lru"
-source = "system"
-config = "lru"
-
-[[targets]]
-name = "hcc"
-source = "system"
-config = "{config}"
-"""
 
 
 def _needs_db_bench() -> str:
@@ -62,9 +35,8 @@ def _needs_db_bench() -> str:
 
 
 def _study(tmp: Path, config: str = "hyper_clock", write_seconds: int = 2, steps: str = '"seed"') -> Path:
-    path = tmp / "rx.toml"
-    path.write_text(STUDY.format(workspace=tmp / "ws", config=config, write_seconds=write_seconds, steps=steps))
-    return path
+    suite = f"read_seconds = 2\nwrite_seconds = {write_seconds}\nsettle_seconds = 1\ncache_mb = 64"
+    return write_dbbench_study(tmp, config=config, steps=steps, clients="[1, 2]", suite=suite)
 
 
 def _cells(tmp: Path) -> list[tuple[str, str, int, str, dict[str, object]]]:

@@ -22,40 +22,14 @@ from ..conftest import (
     sigkill_during_count,
     small_disk,
     wait_no_processes,
+    write_dbbench_study,
 )
 
 pytestmark = pytest.mark.server
 
-STUDY = """\
-name = "rx"
-engine = "rocksdb"
-base = "lru"
-workspace = "{workspace}"
-
-[suite]
-name = "dbbench"
-steps = ["fillseq", "readrandom"]
-keys = {keys}
-read_seconds = 5
-clients = [1]
-cache_mb = 64
-
-[[targets]]
-name = "lru"
-source = "system"
-config = "lru"
-
-[[targets]]
-name = "hcc"
-source = "system"
-config = "hyper_clock"
-"""
-
 
 def _study(tmp: Path, workspace: Path, keys: int = 50000) -> Path:
-    path = tmp / "rx.toml"
-    path.write_text(STUDY.format(workspace=workspace, keys=keys))
-    return path
+    return write_dbbench_study(tmp, workspace=workspace, keys=keys, suite="read_seconds = 5\ncache_mb = 64")
 
 
 def test_ctrl_c_inherited_as_ignored_still_stops_then_a_replaced_database_starts_afresh(tmp: Path) -> None:

@@ -14,33 +14,9 @@ from dbsweep import configs
 from dbsweep.engines.mariadb import install as mariadb_installs
 from dbsweep.engines.registry import engine_named
 
-from ..conftest import ROOT, dbsweep, write_study
+from ..conftest import ROOT, dbsweep, write_dbbench_study, write_study
 
 pytestmark = pytest.mark.server
-
-DBBENCH = """\
-name = "rx"
-engine = "rocksdb"
-base = "a"
-workspace = "{workspace}"
-
-[suite]
-name = "dbbench"
-steps = ["fillseq", "readrandom"]
-keys = 1000
-clients = {clients}
-{extra}
-
-[[targets]]
-name = "a"
-source = "system"
-config = "lru"
-
-[[targets]]
-name = "b"
-source = "system"
-config = "{config}"
-"""
 
 
 def _installed(engine: str) -> None:
@@ -73,9 +49,7 @@ def _refused(study: Path, env: dict[str, str]) -> str:
 
 
 def _dbbench(tmp: Path, config: str = "hyper_clock", clients: str = "[1]", extra: str = "") -> Path:
-    path = tmp / "rx.toml"
-    path.write_text(DBBENCH.format(workspace=tmp / "ws", clients=clients, extra=extra, config=config))
-    return path
+    return write_dbbench_study(tmp, keys=1000, clients=clients, config=config, suite=extra)
 
 
 # ---- values, in the engine's own words ---------------------------------------------------------------------------

@@ -347,10 +347,25 @@ class Engine(ABC):
     # one): a suite whose table gives the id a secondary index instead cannot make it.
     generated_id_needs_key: ClassVar[str] = ""
 
+    # Where the engine's clients are threads of one process: how many per CPU it runs well with (0: only the
+    # machine's limits bound them), what those threads are, what happens past that (with the figures measured),
+    # and what to call them.
+    clients_per_cpu: ClassVar[int] = 0
+    clients_are: ClassVar[str] = ""
+    past_the_cap: ClassVar[str] = ""
+    clients_word: ClassVar[str] = "clients"
+
     def client_cap(self) -> tuple[int, str] | None:
         """The most clients the engine runs well on this machine and why, in a sentence with the figures behind
         it; None: only the machine's limits bound them."""
-        return None
+        if not self.clients_per_cpu:
+            return None
+        n = machine.cpus()
+        cap = self.clients_per_cpu * n
+        return cap, (
+            f"its clients are {self.clients_are}, and past {self.clients_per_cpu} per CPU {self.past_the_cap}; "
+            f"this machine has {n} CPU{'s' if n != 1 else ''}, so use at most {cap:,} {self.clients_word}"
+        )
 
     # ---- instances ------------------------------------------------------------------------------------
 

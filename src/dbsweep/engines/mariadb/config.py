@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configs import ConfigDiff, Setting, stays_inside
 from dbsweep.errors import DbsweepError
 
 _INCLUDE = re.compile(r"^\s*!include\s+(\S.*?)\s*$")
@@ -58,6 +58,9 @@ UNSAFE = {
     "wsrep_notify_cmd": "runs a command whenever the cluster changes",
     "extra_port": "opens a second TCP port to clients",
     "proxy_protocol_networks": "lets proxies on these networks pass any client address, which accounts match",
+}
+# Of UNSAFE, the paths: unsafe only outside the data directory.
+_PATHS = {
     "general_log_file": "writes the general log outside the data directory",
     "slow_query_log_file": "writes the slow query log outside the data directory",
     "log_slow_query_file": "writes the slow query log outside the data directory",
@@ -75,29 +78,10 @@ UNSAFE = {
     "rocksdb_datadir": "puts MyRocks's data outside the data directory",
     "rocksdb_wal_dir": "puts MyRocks's write-ahead log outside the data directory",
 }
-# Of UNSAFE, the switches that are unsafe only when on (`skip-x`, `disable-x` and `x = OFF` are safe), the
-# paths, and the plugin lists (the MyRocks plugin is safe: dbsweep loads it itself for a config that uses it).
+UNSAFE.update(_PATHS)
+# Of UNSAFE, the switches that are unsafe only when on (`skip-x`, `disable-x` and `x = OFF` are safe), and the
+# plugin lists (the MyRocks plugin is safe: dbsweep loads it itself for a config that uses it).
 _SWITCHES = frozenset({"allow_suspicious_udfs"})
-_PATHS = frozenset(
-    {
-        "general_log_file",
-        "slow_query_log_file",
-        "log_slow_query_file",
-        "log_bin",
-        "log_bin_index",
-        "relay_log",
-        "relay_log_index",
-        "relay_log_info_file",
-        "master_info_file",
-        "log_tc",
-        "innodb_data_home_dir",
-        "innodb_log_group_home_dir",
-        "innodb_undo_directory",
-        "aria_log_dir_path",
-        "rocksdb_datadir",
-        "rocksdb_wal_dir",
-    }
-)
 _PLUGIN_LISTS = frozenset({"plugin_load", "plugin_load_add"})
 _OFF = frozenset({"0", "off", "false"})
 # MariaDB's default max_connections.
@@ -199,7 +183,7 @@ def _turned_off(name: str, key: str, value: str) -> bool:
 
 def _inside_datadir(path: str) -> bool:
     """Whether a path the server resolves from its data directory stays in it (`~` is a home directory)."""
-    return not path.startswith(("/", "~")) and ".." not in path.split("/")
+    return not path.startswith("~") and stays_inside(path)
 
 
 def _only_myrocks(plugins: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configs import ConfigDiff, Setting, stays_inside
 from dbsweep.errors import DbsweepError
 
 _SETTING = re.compile(r"""^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$""")
@@ -40,12 +40,15 @@ UNSAFE = {
     "archive_cleanup_command": "runs a shell command at every restartpoint",
     "recovery_end_command": "runs a shell command when recovery ends",
     "ssl_passphrase_command": "runs a shell command to read the TLS key's passphrase",
+}
+# Of UNSAFE, the paths: unsafe only outside the data directory.
+_PATHS = {
     "log_directory": "writes the server's logs outside the data directory",
     "log_filename": "writes the server's logs outside the data directory",
     "external_pid_file": "writes a PID file outside the data directory",
     "stats_temp_directory": "writes statistics files outside the data directory",
 }
-_PATHS = frozenset({"log_directory", "log_filename", "external_pid_file", "stats_temp_directory"})
+UNSAFE.update(_PATHS)
 # Postgres's default max_connections.
 DEFAULT_MAX_CONNECTIONS = 100
 # Rough storage figures of this VM (preflight's estimate): an empty cluster with its first WAL segment, the WAL
@@ -88,8 +91,7 @@ def unsafe_entry(setting: Setting) -> str | None:
     key = setting.name.lower()
     if key not in UNSAFE:
         return None
-    path = setting.value.strip()
-    if key in _PATHS and not path.startswith("/") and ".." not in path.split("/"):
+    if key in _PATHS and stays_inside(setting.value.strip()):
         return None
     return key
 
