@@ -11,11 +11,13 @@ from pathlib import Path
 from rich.progress import Progress
 
 from dbsweep.build import cache, variants
+from dbsweep.build.objects import Status
 from dbsweep.build.recipe import Recipe
 from dbsweep.engines.base import Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import instructions
+from dbsweep.progress import BuildLog
 from dbsweep.say import styled
 from dbsweep.sources import Naming
 from dbsweep.sources.resolve import resolve
@@ -86,12 +88,16 @@ def build_from_source(
     if cached is not None:
         return cached
     task = progress.add_task(f"build {label}", total=100, unit="%")
+    # The same figures on the bar and, when the console is a log, in a line every 30 s.
+    figures = BuildLog(progress.console, f"{label} ({engine} {tree.version}, variant {variant.name})")
 
-    def advance(fraction: float, message: str) -> None:
-        progress.update(task, completed=100 * fraction, description=f"build {label}: {message}")
+    def advance(status: Status) -> None:
+        figures.update(status)
+        progress.update(task, completed=100 * status.fraction, description=f"build {label}: {figures.figures()}")
 
     try:
-        return cache.build(recipe, tree, variant, workspace / "builds", log=tell, progress=advance)
+        with figures.ticking():
+            return cache.build(recipe, tree, variant, workspace / "builds", log=tell, status=advance)
     finally:
         progress.remove_task(task)
 

@@ -44,6 +44,7 @@ from typing import IO, Any
 
 from dbsweep import procs
 from dbsweep.build.compiler import Compiler, compiler_for
+from dbsweep.build.objects import Objects, Status, StatusFn
 from dbsweep.build.recipe import Failure, LogFn, Phase, ProgressFn, Recipe, Step, TrainingRun, major_version
 from dbsweep.build.variants import NAME_RE, Variant
 from dbsweep.engines.base import Install
@@ -243,8 +244,10 @@ def build(
     *,
     log: LogFn | None = None,
     progress: ProgressFn | None = None,
+    status: StatusFn | None = None,
 ) -> Build:
-    """The build of `tree` at `variant`: from the cache in `root`, or made now by `recipe` (and cached)."""
+    """The build of `tree` at `variant`: from the cache in `root`, or made now by `recipe` (and cached).
+    `progress` hears the fraction done and the stage, `status` the same with the objects compiled."""
     root = Path(root).absolute()
     if not NAME_RE.match(variant.name):
         raise DbsweepError(f"variant name {variant.name!r} cannot name a build directory")
@@ -261,11 +264,15 @@ def build(
         with _locked(root, log):
             cached = find_key(recipe, root, key)  # another dbsweep may have built it while we waited
             if cached is None:
-                return _Builder(recipe, tree, variant, root, compiler, key, log, progress).run()
+                return _Builder(recipe, tree, variant, root, compiler, key, log, progress, status).run()
     if log is not None:
         log(f"{cached.name}: cached")
     if progress is not None:
         progress(1.0, "cached")
+    if status is not None:
+        objects = cached.metadata.get("objects")
+        done = objects if isinstance(objects, int) else 0
+        status(Status(1.0, "cached", done, done, compiling=False))
     return cached
 
 
@@ -311,10 +318,12 @@ class _Builder:
         key: str,
         log: LogFn | None,
         progress: ProgressFn | None,
+        status: StatusFn | None,
     ) -> None:
         self.recipe, self.tree, self.variant, self.root, self.compiler = recipe, tree, variant, root, compiler
         self.key, self.log_fn = key, log
-        self.span = _Span(progress, 0.0, 1.0)
+        self.progress_fn, self.status_fn = progress, status
+        self.span = _Span(self._report, 0.0, 1.0)
         self.name = entry_name(recipe, tree, variant, key)
         self.final = root / self.name
         self.tmp = root / f".tmp-{key}"
@@ -326,8 +335,10 @@ class _Builder:
         self.jobs = len(os.sched_getaffinity(0))
         # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
         self.ccache = not variant.pgo and shutil.which("ccache") is not None
-        self.expected_objects = _expected_objects(root, recipe, tree.version)
-        self.objects = 0
+        expected, self.seconds_expected = _expected(root, recipe, tree, variant)
+        self.objects = Objects(recipe.object_line, expected, 2 if variant.pgo else 1)
+        self.compiling = False  # in a compile step (the objects' rate is taken over these)
+        self.stage_prefix = ""  # which phase of a PGO build
         self.logf: IO[bytes] | None = None
         self.extra: dict[str, Any] = {}
         self.current: Phase | None = None
@@ -335,6 +346,14 @@ class _Builder:
     def say(self, message: str) -> None:
         if self.log_fn is not None:
             self.log_fn(f"{self.name}: {message}")
+
+    def _report(self, fraction: float, stage: str) -> None:
+        if self.progress_fn is not None:
+            self.progress_fn(fraction, stage)
+        if self.status_fn is not None:
+            objects = self.objects
+            stage = self.stage_prefix + stage
+            self.status_fn(Status(fraction, stage, objects.done, objects.total, self.compiling, self.seconds_expected))
 
     def run(self) -> Build:
         shutil.rmtree(self.tmp, ignore_errors=True)  # left behind by a killed run
@@ -381,11 +400,13 @@ class _Builder:
             profile.mkdir()
             gen = recipe.instrumented(self._phase(scratch / "install", None, base, ccache=False), profile)
             self.say("PGO phase 1: instrumented build")
+            self.stage_prefix = "PGO phase 1: "
             phase1 = self._compile(gen, self.span.part(0.0, 0.42))
             self._install(gen, self.span.part(0.40, 0.42))
             _chown_tree(profile, user)  # an install step run as root may have left profiles the training updates
             started = time.monotonic()
             span = self.span.part(0.42, 0.55)
+            self.stage_prefix = "PGO "
             run = TrainingRun(self.tree, scratch / "install", scratch, user, span, self.say, self._append_file)
             recipe.train(run)
             span(1.0, "training done")
@@ -398,6 +419,7 @@ class _Builder:
             }
             use = recipe.optimised(self._phase(self.final / "install", self.stage, base, ccache=False), profile)
             self.say("PGO phase 2: optimised build")
+            self.stage_prefix = "PGO phase 2: "
             span = self.span.part(0.55, 1.0)
             cmd = self._compile(use, span)
             self._install(use, span.part(0.92, 1.0))
@@ -416,18 +438,26 @@ class _Builder:
         span(0.0, "configure")
         for step in configure:
             self._run(step)
-        self.objects = 0
+        objects = self.objects
+        objects.start()
         compile_span = span.part(0.04, 0.92)
 
         def on_line(line: bytes) -> None:
-            if self.recipe.object_line.search(line):
-                self.objects += 1
-                compile_span(self.objects / self.expected_objects, f"compile ({self.objects} objects)")
+            if objects.line(line):
+                compile_span(objects.fraction, "compile")
 
-        for step in compile_steps:
-            self.say(step.what + (" (ccache)" if phase.ccache else ""))
-            compile_span(0.0, "compile")
-            self._run(step, on_line if step.compiles else None)
+        self.compiling = True
+        try:
+            for step in compile_steps:
+                self.say(step.what + (" (ccache)" if phase.ccache else ""))
+                compile_span(objects.fraction, "compile")
+                self._run(step, on_line if step.compiles else None)
+                if step.objects:
+                    objects.made(step.objects)
+                    compile_span(objects.fraction, "compile")
+        finally:
+            self.compiling = False
+        objects.end()
         return list((configure or compile_steps)[0].argv)
 
     def _install(self, phase: Phase, span: _Span) -> None:
@@ -522,7 +552,7 @@ class _Builder:
             "configure_cmdline": shlex.join(configure),
             **self.recipe.probe(install),
             "make_jobs": self.jobs,
-            "objects": self.objects,
+            "objects": self.objects.this,  # the last compile's (a PGO build's optimised one)
             "build_seconds": round(seconds, 1),
             "install_bytes": _tree_bytes(install),
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -572,12 +602,20 @@ def _tree_bytes(path: Path) -> int:
     return total
 
 
-def _expected_objects(root: Path, recipe: Recipe, version: str) -> int:
-    """Objects the newest build of the same major version compiled, for the progress fraction."""
-    major = major_version(version)
-    counts = [b.metadata.get("objects") for b in list_builds(root, recipe) if major_version(b.version) == major]
-    known = [n for n in counts if isinstance(n, int) and n > 0]
-    return known[-1] if known else recipe.objects_estimate
+def _expected(root: Path, recipe: Recipe, tree: SourceTree, variant: Variant) -> tuple[int, float | None]:
+    """For the progress: the objects one compile of `tree` will make (as many as the newest build of the same major
+    version compiled, else as the recipe counts in the tree, else its constant), and the seconds the newest such
+    build of the same kind (PGO or not) took, if there is one."""
+    major = major_version(tree.version)
+    alike = [b for b in list_builds(root, recipe) if major_version(b.version) == major]
+    known = [n for b in alike if isinstance(n := b.metadata.get("objects"), int) and n > 0]
+    seconds = [b.build_seconds for b in alike if bool(b.metadata.get("recipe", {}).get("pgo")) == variant.pgo]
+    if known:
+        objects = known[-1]
+    else:
+        counted = recipe.objects_in(tree)
+        objects = counted if counted is not None and counted > 0 else recipe.objects_estimate
+    return objects, seconds[-1] if seconds else None
 
 
 def _chown_tree(path: Path, user: str | None) -> None:

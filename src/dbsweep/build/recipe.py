@@ -2,8 +2,8 @@
 
 The cache keys a build, takes the lock, makes a temporary entry, cleans the environment, runs the steps
 the recipe gives it with their output going to the build log, counts compiled objects for the progress
-bar, drives the PGO phases, keeps the log of a failed build, records build.json and renames the entry
-into place. The recipe says, for one `Phase` (a configure, compile and install of a tree into a prefix):
+(`build.objects`), drives the PGO phases, keeps the log of a failed build, records build.json and renames
+the entry into place. The recipe says, for one `Phase` (a configure, compile and install of a tree into a prefix):
 
 * the steps: `configure(phase)`, `compile(phase)` and `install(phase)`, each a list of `Step`s (an argv,
   maybe extra environment) run in the phase's empty build directory, in that order. The install goes
@@ -11,6 +11,9 @@ into place. The recipe says, for one `Phase` (a configure, compile and install o
 * `options(variant, version)`: the build options every build of this source version gets, then the
   variant's own (part of the cache key);
 * `artefact`: the file under the install directory whose presence marks a finished install;
+* for the progress: `object_line`, the line of a compile step's output that is one object (a step that
+  compiles without printing one gives its `objects`), and `objects_in(tree)`, the objects its sources
+  make (else `objects_estimate`) until a build of the same major version in the cache has counted them;
 * `probe(install_dir)`: what the install says about itself (its version line, its compiler and flags as
   its build system recorded them), stored in build.json under the recipe's own keys, and `facts(record)`
   to read it back; `install_of(...)`: the engine's `Install` of a finished build;
@@ -81,6 +84,7 @@ class Step:
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)  # on top of the cleaned environment
     compiles: bool = False  # its output is counted in objects (`Recipe.object_line`) for the progress
+    objects: int = 0  # objects it makes without printing a line for each (a compile dbsweep runs itself)
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ class Recipe(ABC):
 
     engine: ClassVar[str]  # names cache entries (`<engine>-<version>-<variant>-<key12>`); part of the key
     artefact: ClassVar[str]  # the file under install/ that a finished install has, e.g. "bin/server"
-    # Objects a compile makes, for the progress fraction until a build of the same major in the cache says.
+    # Objects a compile makes, for the progress until a build of the same major in the cache (or `objects_in`) says.
     objects_estimate: ClassVar[int] = 1000
     object_line: ClassVar[re.Pattern[bytes]] = COMPILE_LINE  # a compile step's output line for one object
     # What the engine's build uses when given no CFLAGS; kept when dbsweep adds flags of its own (PGO's).
@@ -162,6 +166,11 @@ class Recipe(ABC):
         """The PGO training workload, described (in the key and the record of a PGO build)."""
         return None
 
+    def objects_in(self, tree: SourceTree) -> int | None:
+        """The objects a compile of `tree` makes, counted from its sources, for the progress of its first build
+        (later ones take the count of the last build of its major version); None: `objects_estimate`."""
+        return None
+
     # ---- the steps --------------------------------------------------------------------------------------
 
     @abstractmethod
@@ -171,7 +180,8 @@ class Recipe(ABC):
 
     @abstractmethod
     def compile(self, phase: Phase) -> list[Step]:
-        """The steps that compile (mark them `compiles` to count objects)."""
+        """The steps that compile (mark them `compiles` to count the objects their output shows, or give the
+        `objects` a step makes itself)."""
 
     @abstractmethod
     def install(self, phase: Phase) -> list[Step]:
