@@ -245,12 +245,7 @@ def calibrate(
         raise DbsweepError(f"no target {target!r} in {study}; have: {', '.join(t.label for t in s.targets)}") from None
     step_list: list[str] | None = None
     if steps:
-        step_list = []
-        for name in (x.strip() for x in steps.split(",") if x.strip()):
-            full = s.bench.canonical(name)
-            if full is None:
-                raise DbsweepError(f"--steps: {name!r} is not a {s.suite.name} step")
-            step_list.append(full)
+        step_list = [_step_named(s, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
     c = cal.copies(s, chosen, step_list, repeats, placement)
     err.print(_preflight(c), soft_wrap=True)
     with writing(c.workspace_dir):
@@ -401,44 +396,65 @@ def report(
         store.close()
 
 
+def _step_named(study: Study, name: str, option: str) -> str:
+    """The study's step that `name` names, in the study's spelling (`point-query`) or in full
+    (`point-query_range=100`); an unknown name is an error that lists the study's steps."""
+    full = study.bench.canonical(name)
+    if full is None:
+        written = study.bench.settings.steps
+        named = list(written) if isinstance(written, list | tuple) else study.bench.steps()  # a set: its steps
+        known = ", ".join(dict.fromkeys([*study.bench.setup_steps(), *named]))
+        raise DbsweepError(f"{option}: {name!r} is not a {study.suite.name} step; the study's steps: {known}")
+    return full
+
+
 @app.command()
 def why(
     study: StudyArg,
     target: Annotated[str, typer.Option("--target", help="The target to explain (against the base).")],
-    step: Annotated[str, typer.Option("--step", help="The step whose instruction count to explain.")],
+    step: Annotated[
+        str, typer.Option("--step", help="The step whose instruction count to explain, as the study names it.")
+    ],
     workspace: WorkspaceOpt = None,
     top: Annotated[int, typer.Option("--top", min=1, help="How many functions to list.")] = 25,
     run_id: Annotated[int | None, typer.Option("--run", help="The run to explain (default: the latest).")] = None,
 ) -> None:
-    """Why a target's instructions per operation differ from the base's: the functions that changed most."""
+    """Why a target's instructions per event differ from the base's: the functions that changed most."""
     from dbsweep.report import fmt as report_fmt
     from dbsweep.report import instr
+    from dbsweep.results.counts import event_words
+    from dbsweep.verdicts import instructions
 
     s = _study(study, workspace)
     if target not in {t.label for t in s.targets}:
         raise DbsweepError(f"{study} has no target {target!r}; its targets: {', '.join(t.label for t in s.targets)}")
+    full = _step_named(s, step, "--step")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
         rid = run_id if run_id is not None else _latest_run(s, store, study)
         if not store.target_ids(rid):
             raise DbsweepError(f"no run {rid} of {s.title} in {store.path}")
-        counts = store.instruction_counts(rid)
+        counts = store.counts(rid)
+        floors = instructions.calibrated_floors(s, store)
     finally:
         store.close()
-    base, other = counts.get((s.base, step)), counts.get((target, step))
+    base, other = counts.get((s.base, full)), counts.get((target, full))
     if base is None or other is None:
         counted = sorted({st for (t, st) in counts if t == target})
         raise DbsweepError(
-            f"run {rid} has no instruction count of {step} for {'the base' if base is None else target}; "
+            f"run {rid} has no instruction count of {full} for {'the base' if base is None else target}; "
             + (f"counted steps: {', '.join(counted)}" if counted else "it counted none (measure.instructions)")
         )
     for side, name in ((base, s.base), (other, target)):
-        if side.get("error"):
-            raise DbsweepError(f"the count of {step} for {name} failed: {side['error']}")
-    ratio = float(other["per_event"]) / float(base["per_event"])
+        if side.error:
+            raise DbsweepError(f"the count of {full} for {name} failed: {side.error}")
+    # The verdict's own figure: the report judges and shows this very number (run_verdicts: one basis per step).
+    j = instructions.run_verdicts(counts, s.base, floors)[(target, full)]
+    tag = "the processes that served the client" if j.basis == "foreground" else "every process"
     console.print(
-        f"{step}: {target} runs {float(other['per_event']):,.0f} instructions per event, {s.base} "
-        f"{float(base['per_event']):,.0f} ({report_fmt.signed_pct(ratio)}); the functions that changed most "
+        f"{full} (an event: {event_words(other)}): {target} runs {report_fmt.instructions(j.target_figure)} "
+        f"instructions per event, {s.base} {report_fmt.instructions(j.base_figure)} "
+        f"({report_fmt.instr_verdict(j)}; {tag}, floor {report_fmt.floor(j)}); the functions that changed most "
         "(own instructions per event, change, change %, function, file:line):"
     )
     changes = instr.why(base, other, top=top)

@@ -284,13 +284,26 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     group = next(g for g in data["groups"] if g["target"] == "b")
     assert group.get("instr_slower") == 1
     md = dbsweep("report", study, "--format", "markdown").stdout
-    assert "## Instructions per operation" in md and "Why, point-query_range=100, `b`" in md
+    assert "## Instructions per event" in md and "Why, point-query_range=100, `b`" in md
+    # The answer first, with the verdict's own figures and the top function of its why.
+    assert md.index("## The answer") < md.index("## Relative QPS")
+    largest = next(c for c in data["answer"]["targets"][0]["largest"] if c["step"] == "point-query_range=100")
+    named = next(f for f in top if f != "???")  # the headline names a function; code without symbols does not
+    assert largest["instructions"]["verdict"] == "slower" and largest["why"]["function"] == named
+    assert largest["instructions"]["target_per_event"] == point["instr_per_event"]
+    base_count = got[("a", "point-query_range=100")]
+    assert largest["instructions"]["base_per_event"] == base_count["instr_per_event"]
+    assert row["instr_per_event"] == point["instr_per_event"]  # the table's figure is the verdict's
+    assert not any(re.search(r"\.(constprop|lto_priv|isra|part|cold)(\.\d+)?$", f["function"]) for f in point["why"])
+    assert not any(f["file"].startswith("/") and "/sources/" in f["file"] for f in point["why"])  # within the tree
     assert "synchronous_commit = on" in md  # the settings the count held, said
     html = tmp / "r.html"
     dbsweep("report", study, "--format", "html", "--out", html)
     assert 'id="instructions"' in html.read_text() and "why: point-query_range=100" in html.read_text()
     why = dbsweep("why", study, "--target", "b", "--step", "point-query_range=100", "--top", "5").stdout
     assert "instructions per event" in why and top[0] in why
+    assert f"b runs {point['instr_per_event']:,.0f} instructions per event" in why  # the verdict's figure
+    assert dbsweep("why", study, "--target", "b", "--step", "point-query", "--top", "5").stdout == why
     if not perf.can_sample:
         return
     profiles = {(x["target"], x["step"]): x for x in data["profiles"]}

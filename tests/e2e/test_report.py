@@ -82,8 +82,13 @@ def test_terminal_report_has_verdicts_summaries_and_targets(run: Path, outputs: 
     assert re.search(r"\b(faster|slower|same|unsure)\b", rep)
     qps = _store_qps(run)
     ratio = statistics.median(qps[("b", FULL_STEPS[0])]) / statistics.median(qps[("a", FULL_STEPS[0])])
-    line = next(ln for ln in rep.splitlines() if FULL_STEPS[0] in ln)
+    table = rep[rep.index("QPS and QPS relative to the base") :]  # the answer above it names the steps too
+    line = next(ln for ln in table.splitlines() if FULL_STEPS[0] in ln)
     assert f"{ratio:.2f}" in line
+    # The report opens with the answer: b against a by each figure.
+    assert rep.startswith("The answer, run 1: each target against the base (a)")
+    tally = r"^b against a: instructions not counted; QPS .* of 4; cpu/o (.* of 4|not measured)"
+    assert re.search(tally, rep, re.M), rep[:600]
     # Per-operation costs: a table when the samplers stored them, a clear sentence when not.
     assert "Hardware cost per operation" in rep or "No per-operation measurements" in rep
 
@@ -286,7 +291,8 @@ def test_compare_two_targets_prints_both_and_the_ratio(run: Path, outputs: dict[
     doc = json.loads(outputs["json"])
     ratio = next(x["rqps"] for x in doc["rows"] if x["target"] == "b" and x["step"] == FULL_STEPS[0])
     assert "b vs a" in r.stdout
-    line = next(ln for ln in r.stdout.splitlines() if FULL_STEPS[0] in ln)
+    table = r.stdout[r.stdout.index("QPS and QPS relative to the base") :]  # the answer above it names steps too
+    line = next(ln for ln in table.splitlines() if FULL_STEPS[0] in ln)
     assert f"{ratio:.2f}" in line
     bad = dbsweep("compare", run, "--targets", "a", "zz", check=False)
     assert bad.returncode == 1 and "no target 'zz'" in bad.stderr

@@ -4,7 +4,8 @@ page of the Insert Benchmark's in a browser: e2e/test_report.py)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,48 @@ def ibench_made(tmp_path: Path) -> Iterator[data.ReportData]:
             )
     yield data.gather(load_study(path), store, 1, series=True)
     store.close()
+
+
+# A real run of studies/sqlite-quick.toml (one repetition, instructions counted): its cells and stored counts.
+SQLITE_RUN = Path(__file__).parent / "data" / "counts" / "sqlite-quick-run1.json"
+
+
+def real_run() -> dict[str, Any]:
+    """The fixture as stored: `study` (TOML), `cells` (summary, per-second lines, costs) and `counts` (what
+    `Store.write_instructions` was given)."""
+    return dict(json.loads(SQLITE_RUN.read_text()))
+
+
+def real_store(
+    tmp_path: Path, alter: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
+) -> tuple[Path, Store]:
+    """The real run written into a fresh store under `tmp_path`, each stored count first passed through
+    `alter(target, step, data)` when given; returns the study file and the store."""
+    run = real_run()
+    path = tmp_path / "sqlite-quick.toml"
+    toml = run["study"].replace("[suite]", f'workspace = "{tmp_path / "ws"}"\n\n[suite]', 1)
+    path.write_text(toml)
+    store = new_store(path, toml)
+    ids: dict[str, int] = {}
+    for t in dict.fromkeys(c["target"] for c in run["cells"]):
+        config = "wal_normal" if t == "wal" else "rollback"
+        ids[t] = store.ensure_target(1, t, "sqlite", {"source": "system", "variant": "def", "config": config})
+    for c in run["cells"]:
+        store.write_cell(
+            1,
+            ids[c["target"]],
+            CellResult(
+                CellKey(c["target"], c["step"], c["clients"], c["repetition"]),
+                "done",
+                now(),
+                now(),
+                summary=c["summary"],
+                seconds_lines=c["seconds"],
+                per_op=c["per_op"],
+                measures=c["measures"],
+            ),
+        )
+    for c in run["counts"]:
+        d = alter(c["target"], c["step"], dict(c["data"])) if alter else c["data"]
+        store.write_instructions(1, ids[c["target"]], c["step"], d, c["error"])
+    return path, store

@@ -443,14 +443,86 @@ def test_diff_matches_a_function_across_builds_that_name_or_place_it_differently
     target[("core_yylex", "/b/.tmp-2/build/src/backend/parser/scan.c")] = FunctionCost(
         "core_yylex", "/b/.tmp-2/build/src/backend/parser/scan.c", 6857, None, 45, None
     )
-    got = {c.function: (c.base_self, c.target_self) for c in fx.diff(base, target)}
-    assert got == {
-        "AllocSetAlloc.lto_priv.0": (100, 90),
-        "hash_seq_search.part.0": (32, 33),
+    changes = fx.diff(base, target)
+    got = {c.function: (c.base_self, c.target_self) for c in changes}
+    assert got == {  # named without the suffixes: one function, one name, whichever build
+        "AllocSetAlloc": (100, 90),
+        "hash_seq_search": (32, 33),
         "core_yylex": (50, 45),
         "other.c": (0, 1),  # a name that only looks like a suffix is kept whole
     }
+    assert next(c for c in changes if c.function == "core_yylex").file == "src/backend/parser/scan.c"
     assert fx.matching_key(("f.isra.0.cold", "???")) == ("f", "???")
+
+
+@pytest.mark.parametrize(
+    ("name", "merged"),
+    [
+        ("heap_update.constprop.0", "heap_update"),
+        ("AllocSetAlloc.lto_priv.0", "AllocSetAlloc"),
+        ("ExecInterpExpr.isra.0", "ExecInterpExpr"),
+        ("hash_search.part.0", "hash_search"),
+        ("errfinish.cold", "errfinish"),
+        ("f.constprop.0.isra.0.cold.12", "f"),  # combinations, numbered or not
+        ("f.part.11.lto_priv.3", "f"),
+        ("f.constprop.0'2", "f'2"),  # callgrind's recursion level stays
+        ("handler::ha_write_row(unsigned char const*) [clone .cold]", "handler::ha_write_row(unsigned char const*)"),
+        ("rocksdb::f(int) [clone .isra.0] [clone .constprop.1]", "rocksdb::f(int)"),
+        ("other.c", "other.c"),
+        ("coldstart", "coldstart"),
+        ("part", "part"),
+    ],
+)
+def test_gcc_clone_suffixes_are_one_function(name: str, merged: str) -> None:
+    assert fx.function_name(name) == merged
+
+
+@pytest.mark.parametrize(
+    ("path", "within"),
+    [
+        # Postgres 15.18 from Debian's source package, built in the build cache (VPATH): sources, then generated.
+        (
+            "/work/x/.dbsweep/sources/debian/postgresql-15_15.18-0+deb12u1/tree/src/backend/access/heap/heapam.c",
+            "src/backend/access/heap/heapam.c",
+        ),
+        ("/w/.dbsweep/builds/.tmp-061ac5058cba420469a4/build/src/backend/parser/gram.c", "src/backend/parser/gram.c"),
+        ("/w/sources/git/trees/4f0c1e/tree/storage/innobase/row/row0upd.cc", "storage/innobase/row/row0upd.cc"),
+        ("/w/sources/tarball/9a7f/tree/sqlite3.c", "sqlite3.c"),
+        ("./build/../src/backend/utils/mmgr/aset.c", "src/backend/utils/mmgr/aset.c"),  # Debian's own build
+        ("./string/../sysdeps/x86_64/multiarch/strlen-avx2.S", "sysdeps/x86_64/multiarch/strlen-avx2.S"),
+        (
+            "/usr/include/x86_64-linux-gnu/bits/string_fortified.h",
+            "/usr/include/x86_64-linux-gnu/bits/string_fortified.h",
+        ),
+        ("???", "???"),
+    ],
+)
+def test_a_file_is_named_within_its_source_tree(path: str, within: str) -> None:
+    assert fx.source_path(path) == within
+
+
+def test_a_function_and_its_clones_are_kept_and_diffed_as_one() -> None:
+    """One build runs heap_update and its constant-propagated copy, in the tree's file under two absolute paths of
+    two builds: the stored rows and the diff have one heap_update, its costs added, its file within the tree."""
+    tree_a = "/ws/sources/debian/postgresql-15_15.18/tree/src/backend/access/heap/heapam.c"
+    tree_b = "/other/sources/debian/postgresql-15_15.18/tree/src/backend/access/heap/heapam.c"
+    base = {
+        ("heap_update", tree_a): FunctionCost("heap_update", tree_a, 3012, None, 100, None),
+        ("heap_update.constprop.0", tree_a): FunctionCost("heap_update.constprop.0", tree_a, 2990, None, 20, None),
+        ("small", "x.c"): FunctionCost("small", "x.c", 1, None, 1, None),
+    }
+    kept = fx.top_functions(base, 1)
+    assert list(kept) == [("heap_update", "src/backend/access/heap/heapam.c")]
+    assert kept[("heap_update", "src/backend/access/heap/heapam.c")].self_ir == 120
+    assert kept[("heap_update", "src/backend/access/heap/heapam.c")].line == 2990
+    target = {("heap_update.lto_priv.0", tree_b): FunctionCost("heap_update.lto_priv.0", tree_b, 3012, None, 130, None)}
+    (change,) = fx.diff(fx.from_rows(fx.to_rows(kept)), target)  # `small` was not kept, and the target has none
+    assert (change.function, change.file, change.base_self, change.target_self) == (
+        "heap_update",
+        "src/backend/access/heap/heapam.c",
+        120,
+        130,
+    )
 
 
 def test_top_functions_keeps_the_largest_by_self_and_by_inclusive() -> None:
@@ -480,5 +552,14 @@ def test_a_place_in_a_build_is_shown_within_its_tree() -> None:
 
     tmp = "/work/x/.dbsweep/builds/.tmp-061ac5058cba420469a4/build/cache/clock_cache.cc"
     assert fmt.function_place(change(tmp, 1706)) == "cache/clock_cache.cc:1706"
-    assert fmt.function_place(change("./nptl/pthread_mutex_lock.c", 44)) == "./nptl/pthread_mutex_lock.c:44"
+    assert fmt.function_place(change("./nptl/pthread_mutex_lock.c", 44)) == "nptl/pthread_mutex_lock.c:44"
     assert fmt.function_place(change("???", None)) == ""
+
+
+def test_a_change_of_a_negative_per_operation_cost_is_signed_as_the_change() -> None:
+    # A background function's short-minus-long figure can be below 0 (it ran less in the long run): -484 to -246
+    # is 238 more instructions per event, +49 % of the base's magnitude, not -49 %.
+    (c,) = fx.diff(prof(fc("LockBufHdr", -484, -484)), prof(fc("LockBufHdr", -246, -246)))
+    assert (
+        c.delta_self == 238 and c.rel_self == pytest.approx(238 / 484) and c.rel_inclusive == pytest.approx(238 / 484)
+    )

@@ -24,6 +24,7 @@ objects (two `???` functions at the same address in two libraries, say) add up u
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -475,8 +476,9 @@ class FunctionChange:
 
     @property
     def rel_self(self) -> float | None:
-        """The relative change of self cost; None when the base had none."""
-        return self.delta_self / self.base_self if self.base_self else None
+        """The relative change of self cost, signed as the change (a background function's per-operation cost can
+        be below 0: of the base's magnitude); None when the base had none."""
+        return self.delta_self / abs(self.base_self) if self.base_self else None
 
     @property
     def delta_inclusive(self) -> float | None:
@@ -487,39 +489,89 @@ class FunctionChange:
     @property
     def rel_inclusive(self) -> float | None:
         d = self.delta_inclusive
-        return d / self.base_inclusive if d is not None and self.base_inclusive else None
+        return d / abs(self.base_inclusive) if d is not None and self.base_inclusive else None
 
 
 # The suffixes gcc gives the copies it makes of a function (a part split off, an LTO-private or constant-
-# propagated copy, its cold path): two builds of the same code name them differently.
-_CLONE = re.compile(r"(?:\.(?:part|isra|constprop|lto_priv|cold|localalias|clone)(?:\.\d+)?)+$")
+# propagated copy, its cold path; several at once, each numbered or not), and clang's ThinLTO `.llvm.<n>`: two
+# builds of the same code name them differently, and one build may run a function and its copies. A C++ name is
+# demangled with the suffix in brackets (`f(int) [clone .constprop.0]`). Callgrind marks a recursion's deeper
+# levels `name'2`: that stays.
+_CLONE = re.compile(
+    r"(?:\.(?:part|isra|constprop|lto_priv|cold|localalias|clone|llvm)(?:\.\d+)?"
+    r"|\s*\[clone \.[\w.]+\])+(?=(?:'\d+)?$)"
+)
+# Where a build compiles: the build cache's temporary directory (`.tmp-<key>/build/`, renamed once built, so
+# the path names nothing that exists), or an unpacked source of the workspace's source cache
+# (`sources/debian/<package>_<version>/tree/`, `sources/git/trees/<commit>/tree/`, `sources/tarball/<digest>/tree/`,
+# which a crate's tree is unpacked into too). Neither says anything about the code, and both differ by build. The
+# load client's own code (counted with an embedded engine) names Rust's library and its crates where they were
+# compiled (`/rustc/<commit>/library/`, `~/.cargo/registry/src/<index>/`): the crate's own path is kept.
+_BUILD_ROOT = re.compile(
+    r"^.*/\.tmp-[0-9a-f]+/build/|^.*/sources/(?:debian|git/trees|tarball)/[^/]+/tree/"
+    r"|^/rustc/[0-9a-f]+/|^.*/\.cargo/registry/src/[^/]+/"
+)
+
+
+def function_name(function: str) -> str:
+    """A function's name without gcc's clone suffixes: `heap_update.constprop.0` and `heap_update` are one
+    function."""
+    return _CLONE.sub("", function)
+
+
+def source_path(file: str) -> str:
+    """A function's file relative to its source tree: `src/backend/access/heap/heapam.c` rather than the
+    workspace's absolute path of the build (`.../sources/debian/postgresql-15_15.18-0+deb12u1/tree/src/...`
+    or `.../builds/.tmp-<key>/build/src/...`); a relative path (a Debian package's `./build/../src/...`) is
+    normalised. `???` (no debug information) and a path outside any build stay as they are."""
+    if file in ("", NO_FILE):
+        return file
+    rel = _BUILD_ROOT.sub("", file)
+    return posixpath.normpath(rel) if rel != file or not rel.startswith("/") else rel
 
 
 def matching_key(key: Key) -> Key:
     """What matches a function across two builds: its name without gcc's clone suffixes, and the last two parts
-    of its file's path (each build compiles generated files such as the parser in its own directory)."""
+    of its file's path within its tree (each build compiles generated files such as the parser in its own
+    directory)."""
     function, file = key
-    return _CLONE.sub("", function), "/".join(Path(file).parts[-2:])
+    return function_name(function), "/".join(Path(source_path(file)).parts[-2:])
+
+
+def merge_clones(profile: Mapping[Key, FunctionCost]) -> Profile:
+    """The profile with a function's copies added into one entry named without the suffixes, its file relative
+    to its tree (self summed; inclusive the largest, as an outer copy's includes the inner's)."""
+    groups: dict[Key, list[FunctionCost]] = {}
+    for c in profile.values():
+        groups.setdefault((function_name(c.function), source_path(c.file)), []).append(c)
+    return {key: _one(key, cs) for key, cs in groups.items()}
+
+
+def _one(key: Key, cs: list[FunctionCost]) -> FunctionCost:
+    if len(cs) == 1 and cs[0].key == key:
+        return cs[0]
+    top = max(cs, key=lambda c: (abs(c.self_ir), c.function))
+    incl = [c.inclusive_ir for c in cs if c.inclusive_ir is not None]
+    return FunctionCost(
+        function=key[0],
+        file=key[1],
+        line=min((c.line for c in cs if c.line is not None), default=None),
+        object=top.object,
+        self_ir=sum(c.self_ir for c in cs),
+        inclusive_ir=max(incl, key=abs) if incl else None,
+    )
 
 
 def _matched(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:
-    """The profile by matching key: a function's copies added (self summed; inclusive the largest, as an outer
-    copy's includes the inner's), named as its costliest copy is."""
+    """The profile by matching key: a function's copies added (`merge_clones`), named without gcc's suffixes and
+    placed in its tree (of two files that end alike, the costlier's path)."""
     groups: dict[Key, list[FunctionCost]] = {}
-    for key, c in profile.items():
-        groups.setdefault(matching_key(key), []).append(c)
+    for c in merge_clones(profile).values():
+        groups.setdefault(matching_key(c.key), []).append(c)
     out: dict[Key, FunctionCost] = {}
     for mk, cs in groups.items():
-        top = max(cs, key=lambda c: (abs(c.self_ir), c.function))
-        incl = [c.inclusive_ir for c in cs if c.inclusive_ir is not None]
-        out[mk] = FunctionCost(
-            function=top.function,
-            file=top.file,
-            line=min((c.line for c in cs if c.line is not None), default=None),
-            object=top.object,
-            self_ir=sum(c.self_ir for c in cs),
-            inclusive_ir=max(incl, key=abs) if incl else None,
-        )
+        top = max(cs, key=lambda c: (abs(c.self_ir), c.file))
+        out[mk] = _one(top.key, cs)
     return out
 
 
@@ -572,9 +624,11 @@ def _by_self(c: FunctionCost) -> tuple[float, str, str]:
 
 def top_functions(profile: Mapping[Key, FunctionCost], n: int) -> Profile:
     """The n largest functions by self cost and the n largest by inclusive cost (by magnitude: a per-operation
-    figure can be slightly negative), to keep a stored profile small."""
+    figure can be slightly negative), to keep a stored profile small; a function's clones are merged first
+    (`merge_clones`), so the rows are keyed by name and file within the tree."""
     if n < 0:
         raise ValueError(f"n must not be negative, not {n}")
+    profile = merge_clones(profile)  # a function's copies are one function: kept, or not, together
     ranked = sorted(profile.values(), key=_by_self)
     keep = {c.key for c in ranked[:n]}
     inclusive = sorted(

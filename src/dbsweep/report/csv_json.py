@@ -15,8 +15,10 @@ import re
 from typing import Any, TextIO
 
 from dbsweep import __version__
-from dbsweep.report import flames
+from dbsweep.measure.functions import FunctionChange
+from dbsweep.report import answer, flames
 from dbsweep.report.data import (
+    INSTR_METRIC,
     PER_OP_ORDER,
     VERDICT_METRIC,
     Comparison,
@@ -33,6 +35,8 @@ from dbsweep.verdicts import stats
 # columns of every suite, so a file has the same columns whatever its suite (empty where it has none).
 SUMMARY_COLUMNS = summary_columns()
 OPERATIONS = operations()
+# The costs with columns of their own; the instruction count has its `instr_*` columns instead.
+COST_ORDER = tuple(m for m in PER_OP_ORDER if m != INSTR_METRIC)
 
 
 def column_name(metric: str) -> str:
@@ -73,9 +77,15 @@ SUITE_COLUMNS = [*SUMMARY_COLUMNS, "sla_ok", *[f"max_{op}_us" for op in OPERATIO
 # How noisy the machine was (report/noise.py): the step's A-A spread beside its verdict, the most steal any
 # repetition saw, and the run's canary (the same on every row: its rates per round, in timing order).
 NOISE_COLUMNS = ["aa_spread", "aa_spread_source", "aa_spread_n", "steal_pct_max", "canary_cv", "canary_rates"]
-# The instruction count of the step (its 1-client row) and its verdict against the base (report/instr.py).
+# How the QPS verdict was reached (the interval, or from one repetition against the noise, which is said).
+RULE_COLUMNS = ["verdict_rule", "noise_cv", "noise_source", "noise_multiple"]
+# The instruction count of the step (its 1-client row) and its verdict against the base (report/instr.py):
+# `instr_per_event` is the figure the verdict judges (on `instr_basis`), `instr_other_per_event` the other one,
+# `instr_event` what an event of the step is, `why_top` the function whose cost changed most.
 INSTR_COLUMNS = [
     "instr_per_event",
+    "instr_event",
+    "instr_other_per_event",
     "instr_ratio",
     "instr_verdict",
     "instr_floor",
@@ -85,6 +95,7 @@ INSTR_COLUMNS = [
     "instr_fg_verdict",
     "instr_foreground_share",
     "instr_error",
+    "why_top",
 ]
 
 
@@ -98,9 +109,10 @@ def _metric_columns(metric: str) -> list[str]:
 
 def columns(data: ReportData) -> list[str]:
     """Every column, in order: the fixed ones, then any metric beyond the method's."""
-    fixed = [c for m in PER_OP_ORDER for c in _metric_columns(m)]
+    fixed = [c for m in COST_ORDER for c in _metric_columns(m)]
     extra = [c for m in data.per_op_metrics if m not in PER_OP_ORDER for c in _metric_columns(m)]
-    return [*HEAD, *fixed, *SUITE_COLUMNS, *extra, *NOISE_COLUMNS, *INSTR_COLUMNS]
+    at = HEAD.index("verdict") + 1  # how a verdict was reached, beside it
+    return [*HEAD[:at], *RULE_COLUMNS, *HEAD[at:], *fixed, *SUITE_COLUMNS, *extra, *NOISE_COLUMNS, *INSTR_COLUMNS]
 
 
 def _clean(v: float | None) -> float | None:
@@ -141,7 +153,8 @@ def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
         **_comparison("rqps", cmp),
         **{f"lat_{k}_us": c.latency_median(k) for k in ("p50", "p95", "p99", "max", "mean")},
     }
-    for m in [*PER_OP_ORDER, *[m for m in data.per_op_metrics if m not in PER_OP_ORDER]]:
+    out.update(_rule(cmp))
+    for m in [*COST_ORDER, *[m for m in data.per_op_metrics if m not in PER_OP_ORDER]]:
         name = column_name(m)
         out[name] = c.per_op_median(m)
         if is_base:
@@ -160,6 +173,16 @@ def record(data: ReportData, row: Row, target: str) -> dict[str, Any]:
     return {k: _clean(v) if isinstance(v, float) else v for k, v in out.items()}
 
 
+def _rule(c: Comparison | None) -> dict[str, Any]:
+    noise = c.noise if c is not None and c.verdict else None
+    return {
+        "verdict_rule": c.rule if c is not None and c.verdict else None,
+        "noise_cv": noise.bound if noise else None,
+        "noise_source": noise.source if noise else None,
+        "noise_multiple": c.multiple if c is not None and noise else None,
+    }
+
+
 def _noise(data: ReportData, row: Row, c: Entry) -> dict[str, Any]:
     s = row.spread
     return {
@@ -175,10 +198,13 @@ def _noise(data: ReportData, row: Row, c: Entry) -> dict[str, Any]:
 def _instr(data: ReportData, row: Row, target: str) -> dict[str, Any]:
     ir = next((r for r in data.instr_rows if r.step == row.step), None)
     counted = ir is not None and (target == data.base or target in row.instr)
-    count = (ir.counts.get(target) or {}) if ir is not None and counted else {}
+    count = ir.counts.get(target) if ir is not None and counted else None
     j = row.instr.get(target)
+    top = ir.headline(target) if ir is not None and counted else None
     return {
-        "instr_per_event": ir.per_event(target) if ir is not None and counted else None,
+        "instr_per_event": ir.figure(target) if ir is not None and counted else None,
+        "instr_event": ir.event if ir is not None and counted else None,
+        "instr_other_per_event": ir.other(target)[1] if ir is not None and counted else None,
         "instr_ratio": j.ratio if j else None,
         "instr_verdict": j.verdict if j else None,
         "instr_floor": j.floor if j and j.verdict else None,
@@ -186,8 +212,9 @@ def _instr(data: ReportData, row: Row, target: str) -> dict[str, Any]:
         "instr_basis": j.basis if j and j.verdict else None,
         "instr_fg_ratio": j.foreground.ratio if j and j.foreground else None,
         "instr_fg_verdict": j.foreground.verdict if j and j.foreground else None,
-        "instr_foreground_share": count.get("foreground_share"),
-        "instr_error": count.get("error"),
+        "instr_foreground_share": count.foreground_share if count else None,
+        "instr_error": count.error if count else None,
+        "why_top": top.function if top else None,
     }
 
 
@@ -196,28 +223,31 @@ def instructions(data: ReportData) -> list[dict[str, Any]]:
     out = []
     for ir in data.instr_rows:
         for t in data.ordered:
-            c = ir.counts.get(t) or {}
+            c = ir.counts.get(t)
             j = ir.judged.get(t)
             out.append(
                 {
                     "step": ir.step,
                     "target": t,
-                    "per_event": c.get("per_event"),
-                    "per_query": c.get("per_query"),
-                    "spread": c.get("spread"),
-                    "unit": c.get("unit"),
-                    "amount": c.get("amount"),
-                    "by_role": c.get("by_role"),
-                    "foreground_share": c.get("foreground_share"),
-                    "error": c.get("error"),
+                    "event": ir.event,
+                    # The figure the verdict judges (on `basis`: the step's, the same for every target), then both.
+                    "instr_per_event": ir.figure(t),
+                    "basis": ir.basis,
+                    "per_event": c.per_event if c else None,
+                    "foreground_per_event": c.foreground_per_event if c else None,
+                    "per_query": c.per_query if c else None,
+                    "spread": c.spread if c else None,
+                    "unit": c.unit if c else None,
+                    "amount": c.amount if c else None,
+                    "by_role": dict(c.by_role) if c else None,
+                    "foreground_share": c.foreground_share if c else None,
+                    "error": c.error if c else None,
                     "ratio": j.ratio if j else None,
                     "verdict": j.verdict if j else None,
                     "floor": j.floor if j else None,
                     "floor_source": j.floor_source if j else None,
-                    "basis": j.basis if j else None,
                     "fg_ratio": j.foreground.ratio if j and j.foreground else None,
                     "fg_verdict": j.foreground.verdict if j and j.foreground else None,
-                    "foreground_per_event": c.get("foreground_per_event"),
                     "user_share": ir.user_share.get(t),
                     "qps_bound": ir.throughput_bound(t),
                     "why": [
@@ -319,8 +349,61 @@ def provenance(data: ReportData) -> dict[str, Any]:
     }
 
 
+def _function(f: FunctionChange | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {"function": f.function, "file": f.file, "line": f.line, "delta_self": f.delta_self, "rel_self": f.rel_self}
+
+
+def _comparison_obj(c: Comparison) -> dict[str, Any]:
+    return {"ratio": c.ratio, "verdict": c.verdict, **_rule(c), "ci_low": c.low, "ci_high": c.high}
+
+
+def answer_obj(data: ReportData) -> dict[str, Any] | None:
+    """The answer the other formats start with (report/answer.py), as data."""
+    if data.answer is None:
+        return None
+    many = len(data.client_counts) > 1
+    return {
+        "base": data.answer.base,
+        "targets": [
+            {
+                "target": a.target,
+                "tallies": {t.figure: {**t.verdicts, "no_verdict": t.without} for t in a.tallies},
+                "largest": [
+                    {
+                        "step": c.step,
+                        "text": answer.change_words(c, many),
+                        "instructions": {
+                            "ratio": c.instr.ratio,
+                            "verdict": c.instr.verdict,
+                            "basis": c.instr.basis,
+                            "base_per_event": c.instr.base_figure,
+                            "target_per_event": c.instr.target_figure,
+                        }
+                        if c.instr
+                        else None,
+                        "qps": {"clients": c.qps[0], **_comparison_obj(c.qps[1])} if c.qps else None,
+                        "cpu_per_op": {"clients": c.cpu[0], **_comparison_obj(c.cpu[1])} if c.cpu else None,
+                        "why": _function(c.why),
+                    }
+                    for c in a.changes
+                ],
+                "undecided": [
+                    {"step": u.step, "clients": u.clients, **_comparison_obj(u.qps), "decide": u.decide}
+                    for u in a.undecided
+                ],
+                "same": a.same,
+            }
+            for a in data.answer.targets
+        ],
+        "lines": [text for _depth, text in answer.lines(data.answer, many)],
+    }
+
+
 def to_json_obj(data: ReportData) -> dict[str, Any]:
     return {
+        "answer": answer_obj(data),
         "study": data.title,
         "run_id": data.run_id,
         "runs": data.runs,

@@ -17,17 +17,22 @@ from typing import Any, NamedTuple
 
 from dbsweep import plan, unsafe, verdicts
 from dbsweep.engines.registry import engine_named
+from dbsweep.report import answer as answers
 from dbsweep.report import flames, instr, noise
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
-from dbsweep.verdicts import stats
+from dbsweep.verdicts import calibrate, judging, stats
 from dbsweep.verdicts.instructions import InstrVerdict
 
+# The instruction count beside the costs per operation: the figure its verdict judges, per event of the step
+# (`instr.attach` puts it on each repetition of the step's counted row), so the table and the verdict agree.
+INSTR_METRIC = "instr/event"
 # Per-operation metrics in the order the method's tables show them; any other stored metric follows.
-PER_OP_ORDER = ("cpu/o", "cs/o", "r/o", "rKB/o", "wKB/o", "client_cpu/o", "instructions/o")
-# `o/s` is the step's own operations per second again: not a cost per operation.
-NOT_COSTS = frozenset({"o/s"})
+PER_OP_ORDER = ("cpu/o", "cs/o", "r/o", "rKB/o", "wKB/o", "client_cpu/o", INSTR_METRIC)
+# `o/s` is the step's own operations per second again: not a cost per operation. `instructions/o` is what older
+# stores copied of a count (per query, every process): not the figure judged, so not shown.
+NOT_COSTS = frozenset({"o/s", "instructions/o"})
 # The per-operation metric that gets a verdict (lower is better).
 VERDICT_METRIC = "cpu/o"
 
@@ -70,6 +75,8 @@ class Rep:
     histograms: dict[str, str] = field(default_factory=dict)
     # The host's steal share (%) over the step's measured window; None when the samplers did not say.
     steal_pct: float | None = None
+    # The CV of the step's measured seconds (`Store.second_spreads`): the noise of a single repetition.
+    second_cv: float | None = None
 
     def latency(self, key: str) -> float | None:
         """A latency statistic of the step's main operation (p50, p95, p99, max, mean), µs."""
@@ -144,6 +151,11 @@ class Comparison:
     high: float | None = None
     verdict: stats.Verdict | None = None
     method: str = "none"
+    # How the verdict was reached (`judging.Judged`): the interval, or the one-repetition rule with its noise and
+    # how many times that noise the change was.
+    rule: judging.Rule = "interval"
+    noise: judging.Noise | None = None
+    multiple: float | None = None
 
 
 NO_COMPARISON = Comparison(None)
@@ -340,6 +352,10 @@ class ReportData:
     instr_rows: list[instr.InstrRow] = field(default_factory=list)
     # Sampled profiles per step and target (`flames`).
     profiles: list[flames.StepProfiles] = field(default_factory=list)
+    # Whether the run's instruction counts were read (`instr.attach`; not for a comparison of two runs).
+    counts_read: bool = False
+    # The answer every format starts with (`answer`), built last from everything above.
+    answer: answers.Answer | None = None
 
     @property
     def others(self) -> list[str]:
@@ -365,6 +381,7 @@ def _load_cells(
     ops_names: dict[str, str] = {}
     summaries = store.summaries(run_id)
     per_op = store.per_op(run_id)
+    seconds = store.second_spreads(run_id)
     by_id: dict[int, Rep] = {}
     for r in store.results(run_id):
         rep = Rep(
@@ -374,6 +391,7 @@ def _load_cells(
             tps=r.tps,
             summary=summaries.get(r.cell_id, {}),
             per_op=per_op.get(r.cell_id, {}),
+            second_cv=got[1] if (got := seconds.get(r.cell_id)) is not None else None,
         )
         cells.setdefault((r.step, r.clients, label(r.target)), Entry()).reps.append(rep)
         by_id[rep.cell_id] = rep
@@ -421,17 +439,37 @@ def compare(
     confidence: float,
     min_effect: float,
     higher_is_better: bool = True,
+    noise: judging.Noise | None = None,
 ) -> Comparison:
-    """The ratio of the target's median to the base's with `stats.ratio_ci` and `stats.verdict`."""
+    """The ratio of the target's median to the base's with `stats.ratio_ci` and `stats.verdict` (or, with one
+    repetition and `noise`, the one-repetition rule)."""
     # Repetition r of every target ran in round r (A B, then B A): the verdicts pair them up.
     b = {r.repetition: v for r in base.reps if (v := values(r)) is not None}
     t = {r.repetition: v for r in target.reps if (v := values(r)) is not None}
     j = verdicts.judge_values(
-        b, t, confidence=confidence, min_effect=min_effect, higher_is_better=higher_is_better, paired=paired
+        b,
+        t,
+        confidence=confidence,
+        min_effect=min_effect,
+        higher_is_better=higher_is_better,
+        paired=paired,
+        noise=noise,
     )
     if j.ci is None:
         return NO_COMPARISON
-    return Comparison(j.ci.ratio, j.ci.low, j.ci.high, j.verdict, j.ci.method)
+    return Comparison(j.ci.ratio, j.ci.low, j.ci.high, j.verdict, j.ci.method, j.rule, j.noise, j.multiple)
+
+
+def qps_noise(
+    step: str, clients: int, base: Entry, target: Entry, measured: calibrate.Measured | None
+) -> judging.Noise | None:
+    """The noise of one repetition's QPS of a step: the A-A spread a calibration measured, else the per-second
+    variation of the two sides' repetitions (`judging`)."""
+    if measured is not None:
+        detail = f"dbsweep calibrate run {measured.run_id} of {measured.target}"
+        if (cal := judging.calibrated_noise(step, clients, measured.cv_qps, detail)) is not None:
+            return cal
+    return judging.seconds_noise(r.second_cv for r in [*base.reps, *target.reps])
 
 
 def _geomean(values: Sequence[float]) -> float:
@@ -478,6 +516,7 @@ def _assemble(
     ops_names: dict[str, str],
     *,
     paired: bool,
+    measured: calibrate.Measured | None = None,
 ) -> ReportData:
     m = study.measure
     suite = study.bench
@@ -497,20 +536,23 @@ def _assemble(
     if engine.kind == "embedded":
         data.notes.append(
             f"{engine.title} runs inside the load client: there is no server process, so cpu/o is the load "
-            "client's CPU per operation (the engine's work and the client's own), and instructions/o counts the "
+            "client's CPU per operation (the engine's work and the client's own), and instr/event counts the "
             "whole client under valgrind, the client's own instructions included (the same for every target)."
         )
     elif engine.kind == "tool":
         data.notes.append(
             f"{engine.title}'s own benchmark program is engine and client in one process: cpu/o is that process's "
-            "CPU per operation, and instructions/o counts the whole process under valgrind, one thread, from the "
+            "CPU per operation, and instr/event counts the whole process under valgrind, one thread, from the "
             "same loaded and compacted database, a fixed number of operations per run."
         )
     for row in rows:
         b = row.cells[base]
         for t in data.others:
             c = row.cells[t]
-            row.cmp[t] = compare(b, c, lambda r: r.qps, paired=paired, confidence=m.confidence, min_effect=m.min_effect)
+            noise = qps_noise(row.step, row.clients, b, c, measured)
+            row.cmp[t] = compare(
+                b, c, lambda r: r.qps, paired=paired, confidence=m.confidence, min_effect=m.min_effect, noise=noise
+            )
             row.cost_ratio[t] = {
                 metric: _ratio(c.per_op_median(metric), b.per_op_median(metric)) for metric in data.per_op_metrics
             }
@@ -558,7 +600,9 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     series = series or study.bench.report_series
     cells, ops_names = _load_cells(store, run_id, str, series)
     targets = [t.label for t in study.targets]
-    data = _assemble(study, run_id, targets, study.base, plan.row_keys(study), cells, ops_names, paired=True)
+    measured = calibrate.study_noise(study, store)
+    keys = plan.row_keys(study)
+    data = _assemble(study, run_id, targets, study.base, keys, cells, ops_names, paired=True, measured=measured)
     data.provenance = _load_provenance(store, run_id, str)
     data.notes += unsafe_notes(data.provenance)
     data.runs, data.has_series = f"run {run_id}", series
@@ -566,6 +610,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     noise.attach(data, study, store)
     instr.attach(data, study, store)
     flames.attach(data, store)
+    data.answer = answers.build(data)
     return data
 
 
@@ -579,7 +624,9 @@ def compare_targets(
         if name not in labels:
             raise KeyError(name)
     cells, ops_names = _load_cells(store, run_id, str, series)
-    data = _assemble(study, run_id, [base, target], base, plan.row_keys(study), cells, ops_names, paired=True)
+    measured = calibrate.study_noise(study, store)
+    keys = plan.row_keys(study)
+    data = _assemble(study, run_id, [base, target], base, keys, cells, ops_names, paired=True, measured=measured)
     prov = _load_provenance(store, run_id, str)
     data.provenance = {t: prov[t] for t in data.targets if t in prov}
     data.notes += unsafe_notes(data.provenance)
@@ -589,6 +636,7 @@ def compare_targets(
     noise.attach(data, study, store)
     instr.attach(data, study, store)
     flames.attach(data, store)
+    data.answer = answers.build(data)
     return data
 
 
@@ -623,7 +671,8 @@ def compare_runs(
     keys += [k for k in plan.row_keys(b) if k not in keys]
     order = list(a.bench.report_groups())
     keys.sort(key=lambda k: order.index(a.bench.group_of(k[0])))  # stable: each group keeps A's order, then B's
-    data = _assemble(a, run_a, targets, base, keys, cells, {**ops_b, **ops_a}, paired=False)
+    measured = calibrate.study_noise(a, store_a)
+    data = _assemble(a, run_a, targets, base, keys, cells, {**ops_b, **ops_a}, paired=False, measured=measured)
     prov_a = _load_provenance(store_a, run_a, la)
     data.provenance = {base: prov_a[base]} if base in prov_a else {}
     data.provenance.update(_load_provenance(store_b, run_b, lb))
@@ -638,6 +687,7 @@ def compare_runs(
     data.notes.append("Runs of different studies are not interleaved, so their repetitions are not paired.")
     data.extra_tables = a.bench.report_tables(data)
     noise.attach(data, a, store_a, canaries=False)
+    data.answer = answers.build(data)
     return data
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 
-from dbsweep.measure.functions import FunctionChange
+from dbsweep.measure.functions import FunctionChange, source_path
 from dbsweep.report.data import Comparison, ReportData
+from dbsweep.report.instr import InstrRow
 from dbsweep.report.noise import Spread
 from dbsweep.verdicts import stats
 from dbsweep.verdicts.instructions import InstrVerdict
@@ -41,6 +41,20 @@ def cost(v: float | None) -> str:
     return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.1e}"
 
 
+def instructions(v: float | None) -> str:
+    """Instructions per event: whole, with separators (a change of 0.2 % must be visible), below 100 three digits."""
+    if v is None or not math.isfinite(v):
+        return DASH
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def metric(m: str, v: float | None) -> str:
+    """A value of a per-operation metric: the instruction count as a count, the others as costs."""
+    from dbsweep.report.data import INSTR_METRIC
+
+    return instructions(v) if m == INSTR_METRIC else cost(v)
+
+
 def pct(v: float | None, digits: int = 1) -> str:
     return DASH if v is None or not math.isfinite(v) else f"{v * 100:.{digits}f}%"
 
@@ -69,7 +83,12 @@ def spread(s: Spread | None) -> str:
 
 
 def verdict_spread(c: Comparison, s: Spread | None) -> str:
-    """A QPS verdict with the step's A-A spread beside it: `slower (±6.1% cal)`."""
+    """A QPS verdict with the step's A-A spread beside it: `slower (±6.1% cal)`; one reached from one repetition
+    says so, with the noise it used and how many times that noise the change was: `slower (1 rep: 14.2x
+    ±14.8% per-second)`."""
+    if c.verdict and c.rule == "one repetition" and c.noise is not None:
+        k = f"{c.multiple:.1f}x " if c.multiple is not None else ""
+        return f"{c.verdict} (1 rep: {k}±{pct(c.noise.bound)} {c.noise.tag})"
     return f"{c.verdict} ({spread(s)})" if c.verdict and s is not None else verdict(c)
 
 
@@ -152,6 +171,20 @@ def fg_differs(j: InstrVerdict) -> str:
     return f" (fg {fg.verdict} {signed_pct(fg.ratio)})"
 
 
+def other_count(ir: InstrRow, target: str) -> str:
+    """The count the verdict does not judge, labelled: `all 38,950` beside a foreground's figure, `fg 34,660
+    (89.0%)` (with its share of the work) beside every process's; `-` without one."""
+    label, v = ir.other(target)
+    figure = ir.figure(target)
+    if v is None or (figure and abs(v / figure - 1) < 1e-6):  # one process did all the work (an embedded engine)
+        return DASH
+    if label == "foreground":
+        c = ir.counts.get(target)
+        share = f" ({pct(c.foreground_share)})" if c is not None and c.foreground_share is not None else ""
+        return f"fg {instructions(v)}{share}"
+    return f"all {instructions(v)}"
+
+
 def floor(j: InstrVerdict | None) -> str:
     """The floor a verdict used, with its source: `0.20% default`, `1.1% pairs`, `0.4% calibrate`; `fg` when
     the verdict is on the foreground's count (the background processes did next to nothing)."""
@@ -160,16 +193,12 @@ def floor(j: InstrVerdict | None) -> str:
     return f"{pct(j.floor, 2)} {j.floor_source}" + (" fg" if j.basis == "foreground" else "")
 
 
-_BUILD_TREE = re.compile(r"^.*/\.tmp-[0-9a-f]+/build/")
-
-
 def function_place(c: FunctionChange) -> str:
-    """`file:line` of a function, or its file alone, or nothing without debug information."""
+    """`file:line` of a function within its source tree, or its file alone, or nothing without debug
+    information."""
     if c.file in ("", "???"):
         return ""
-    # A build compiles in a temporary directory of the build cache (.tmp-<key>/build/...): its path within the
-    # tree says where the function is; the cache's path, which differs by build, says nothing.
-    file = _BUILD_TREE.sub("", c.file)
+    file = source_path(c.file)  # the workspace's path of a build differs by build and says nothing
     return f"{file}:{c.line}" if c.line is not None else file
 
 

@@ -24,7 +24,7 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from dbsweep import __version__
-from dbsweep.report import flames, fmt, noise
+from dbsweep.report import answer, flames, fmt, instr, noise
 from dbsweep.report.data import (
     VERDICT_METRIC,
     Comparison,
@@ -213,10 +213,10 @@ def _per_op_tables(data: ReportData) -> list[tuple[str, Table]]:
 
         def cells(r: Row, m: str = m, with_verdict: bool = with_verdict) -> list[Td]:
             base = r.cells[data.base].per_op_median(m)
-            row = [Td(fmt.cost(base), sort=_sort_value(base))]
+            row = [Td(fmt.metric(m, base), sort=_sort_value(base))]
             for t in data.others:
                 v, ratio = r.cells[t].per_op_median(m), r.cost_ratio[t].get(m)
-                row += [Td(fmt.cost(v), sort=_sort_value(v)), _ratio_td(ratio, fmt.cost_colour(ratio))]
+                row += [Td(fmt.metric(m, v), sort=_sort_value(v)), _ratio_td(ratio, fmt.cost_colour(ratio))]
                 if with_verdict:
                     c = r.cost_cmp[t]
                     row += [Td(fmt.ci(c), sort=_sort_value(c.low)), _verdict_td(c)]
@@ -232,26 +232,44 @@ def _per_op_tables(data: ReportData) -> list[tuple[str, Table]]:
 _VERDICT_CLS = {"faster": "green", "slower": "red", "same": "grey", "unsure": "yellow"}
 
 
+def _answer_table(data: ReportData) -> Table | None:
+    """Per target and figure, how many steps each verdict: the first table of the page."""
+    if data.answer is None or not data.answer.targets:
+        return None
+    heads = ["target", "figure", *stats.VERDICTS, "no verdict"]
+    rows: list[list[Td]] = []
+    for a in data.answer.targets:
+        for i, tally in enumerate(a.tallies):
+            rows.append(
+                [
+                    Td(a.target if i == 0 else "", "l"),
+                    Td(tally.figure, "l"),
+                    *[Td(str(n) if (n := tally.verdicts[v]) else "", f"v-{v}", n) for v in stats.VERDICTS],
+                    Td(str(tally.without) if tally.without else "", sort=tally.without),
+                ]
+            )
+    return Table("answer-tally", [], heads, [("", rows)])
+
+
 def _instr_table(data: ReportData) -> Table:
     """Instructions per event per step and target, with each verdict, its floor and what it can mean."""
-    heads = ["step", "target", "instr/event", "change", "verdict", "floor", "foreground", "user", "QPS at most"]
+    heads = ["step", "target", "instr/event", "of", "change", "verdict", "floor", "other count", "user", "QPS at most"]
     rows: list[list[Td]] = []
     for ir in data.instr_rows:
         for t in data.ordered:
             j = ir.judged.get(t)
-            c = ir.counts.get(t) or {}
-            v = ir.per_event(t)
+            v = ir.figure(t)
+            err = ir.error(t)
             rows.append(
                 [
-                    Td(ir.step, "l"),
+                    Td(ir.step, "l", title=f"an event: {ir.event}"),
                     Td(t, "l"),
-                    Td("not counted", "red", title=str(c.get("error") or ""))
-                    if c.get("error")
-                    else Td(fmt.cost(v), sort=v),
+                    Td("not counted", "red", title=err) if err else Td(fmt.instructions(v), sort=v),
+                    Td(instr.BASIS_TAG[ir.basis], "l"),
                     Td(fmt.signed_pct(j.ratio) if j else "", sort=j.ratio if j else None),
                     Td((j.verdict or "-") + fmt.fg_differs(j), _VERDICT_CLS.get(j.verdict or "", "")) if j else Td(""),
                     Td(fmt.floor(j) if j else "", sort=j.floor if j else None),
-                    Td(fmt.pct(c.get("foreground_share")), sort=c.get("foreground_share")),
+                    Td(fmt.other_count(ir, t), sort=ir.other(t)[1]),
                     Td(fmt.pct(ir.user_share.get(t)) if j else "", sort=ir.user_share.get(t)),
                     Td(fmt.pct(ir.throughput_bound(t), 2) if j else "", sort=ir.throughput_bound(t)),
                 ]
@@ -618,6 +636,8 @@ def render(data: ReportData) -> str:
     choosers = [c for c in (_fig_throughput(data), _fig_rates(data)) if c is not None]
     return page.render(
         data=data,
+        answer_table=_answer_table(data),
+        answer=answer.lines(data.answer, len(data.client_counts) > 1) if data.answer is not None else [],
         version=__version__,
         made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         slower=stats.SLOWER_AT,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from dbsweep.report import fmt, instr, noise
+from dbsweep.report import answer, fmt, instr, noise
 from dbsweep.report.data import VERDICT_METRIC, GroupStats, ReportData, Row, config_change
 from dbsweep.report.tables import ExtraTable
 
@@ -75,6 +75,7 @@ def render(data: ReportData) -> str:
         "change that large; unsure: more repetitions needed.",
         "",
     ]
+    out += _answer(data)
     out += [f"> note: {n}" for n in data.notes] + ([""] if data.notes else [])
     if others:
         out += ["## Relative QPS", ""]
@@ -188,7 +189,7 @@ def _per_op(data: ReportData) -> list[str]:
         verdicts = m == VERDICT_METRIC and data.others
 
         def cells(r: Row, m: str = m, verdicts: bool = bool(verdicts)) -> list[str]:
-            vals = [fmt.cost(r.cells[t].per_op_median(m)) for t in data.ordered]
+            vals = [fmt.metric(m, r.cells[t].per_op_median(m)) for t in data.ordered]
             for t in data.others:
                 ratio = fmt.ratio(r.cost_ratio[t].get(m))
                 vals.append(f"{ratio} {r.cost_cmp[t].verdict or ''}".strip() if verdicts else ratio)
@@ -224,32 +225,48 @@ def _extras(tables: list[ExtraTable]) -> list[str]:
     return out
 
 
+def _answer(data: ReportData) -> list[str]:
+    """The answer first: per target, the verdicts of each figure, the largest changes and why, what is undecided."""
+    if data.answer is None or not data.answer.targets:
+        return []
+    out = [f"## The answer: each target against the base (`{data.base}`)", ""]
+    for depth, text in answer.lines(data.answer, len(data.client_counts) > 1):
+        # Function and step names hold underscores and stars: code spans keep them as they are.
+        out.append("  " * depth + "- " + (f"**{text}**" if depth == 0 else f"`{text}`" if depth >= 2 else text))
+    return [*out, ""]
+
+
 def _instr(data: ReportData) -> list[str]:
-    """Instructions per operation per step and target with their verdicts, then why: the functions that changed."""
+    """Instructions per event per step and target with their verdicts, then why: the functions that changed."""
     if not data.instr_rows:
         return []
     lines: list[list[str]] = []
     for ir in data.instr_rows:
         for t in data.ordered:
             j = ir.judged.get(t)
-            c = ir.counts.get(t) or {}
             lines.append(
                 [
                     ir.step,
                     t,
-                    "not counted" if c.get("error") else fmt.cost(ir.per_event(t)),
+                    "not counted" if ir.error(t) else fmt.instructions(ir.figure(t)),
+                    instr.BASIS_TAG[ir.basis],
                     fmt.instr_verdict(j) if j else "",
                     fmt.floor(j) if j else "",
-                    fmt.pct(c.get("foreground_share")),
+                    fmt.other_count(ir, t),
                     fmt.pct(ir.user_share.get(t)) if j else "",
                     fmt.pct(ir.throughput_bound(t), 2) if j else "",
                 ]
             )
-    head = ["step", "target", "instr/event", "verdict", "floor", "foreground", "user", "QPS at most"]
-    out = ["## Instructions per operation (valgrind): user-space work, not time", ""]
+    head = ["step", "target", "instr/event", "of", "verdict", "floor", "other count", "user", "QPS at most"]
+    out = ["## Instructions per event (valgrind): user-space work, not time", ""]
+    out += [
+        "instr/event is the figure the verdict judges: of the processes that served the client (`fg`) or of every "
+        "process (`all`); `other count` is the one not judged.",
+        "",
+    ]
     out += [*_fence(_table(head, lines, labels=2)), ""]
     if grouped := _instr_groups(data):
-        out += ["Per target, a row per group: instructions/o relative to the base (below 1: less work).", ""]
+        out += ["Per target, a row per group: instr/event relative to the base (below 1: less work).", ""]
         out += [*_fence(grouped), ""]
     for ir in data.instr_rows:
         for t, j in ir.judged.items():
@@ -260,7 +277,7 @@ def _instr(data: ReportData) -> list[str]:
 
 
 def _instr_groups(data: ReportData) -> list[str]:
-    """The group summaries of instructions/o, laid out as `_per_target`'s of rQPS, with the verdicts counted."""
+    """The group summaries of instr/event, laid out as `_per_target`'s of rQPS, with the verdicts counted."""
     out: list[str] = []
     for head, groups in _by_target(data):
         mine = [(g, s) for g in groups if (s := g.instr_summary)]

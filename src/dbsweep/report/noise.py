@@ -72,11 +72,7 @@ class Canaries:
 
 def calibrated(study: Study, store: Store) -> calibrate.Measured | None:
     """The latest calibration stored for the study's base, else for its first other target that has one."""
-    order = sorted(study.targets, key=lambda t: t.label != study.base)
-    for target in order:
-        if (m := calibrate.measured_noise(study, store, target)) is not None:
-            return m
-    return None
+    return calibrate.study_noise(study, store)
 
 
 def row_spread(row: Row, base: str, measured: calibrate.Measured | None) -> Spread | None:

@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dbsweep.report import fmt, instr, noise
-from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, GroupStats, ReportData
+from dbsweep.report import answer, fmt, instr, noise
+from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, Comparison, GroupStats, ReportData
 from dbsweep.report.tables import ExtraTable
 from dbsweep.say import line, styled
 from dbsweep.verdicts import stats
@@ -34,12 +34,15 @@ def _verdict(v: str | None) -> Text:
     return styled(v, VERDICT_STYLE[v]) if v else Text("-")
 
 
-def _verdict_spread(v: str | None, spread: noise.Spread | None) -> Text:
-    """The coloured verdict and, beside it, the step's A-A spread."""
-    return line(_verdict(v), f" ({fmt.spread(spread)})" if v and spread is not None else "")
+def _verdict_spread(c: Comparison, spread: noise.Spread | None) -> Text:
+    """The coloured verdict and, beside it, the step's A-A spread (or the noise one repetition was judged by)."""
+    if not c.verdict:
+        return Text("-")
+    return line(_verdict(c.verdict), fmt.verdict_spread(c, spread).removeprefix(c.verdict))
 
 
 def render(data: ReportData, console: Console) -> None:
+    _render_answer(data, console)
     if data.main_table:
         _render_main(data, console)
     for extra in data.extra_tables:
@@ -75,7 +78,7 @@ def _render_main(data: ReportData, console: Console) -> None:
             table.add_column(f"{heading[t]}\n{data.confidence:.0%} CI", justify="right", no_wrap=True)
         table.add_column(f"{heading[t]}\nverdict", no_wrap=True)
         if data.instr_rows:
-            table.add_column(f"{heading[t]}\ninstr/o", no_wrap=True)
+            table.add_column(f"{heading[t]}\ninstr/event", no_wrap=True)
     table.add_column("reps", justify="right", min_width=4)
     group = None
     for row in data.rows:
@@ -92,7 +95,7 @@ def _render_main(data: ReportData, console: Console) -> None:
                 cells.append(_coloured(row.rel[t]))
                 if with_ci:
                     cells.append(fmt.ci(cmp))
-                cells.append(_verdict_spread(cmp.verdict, row.spread))
+                cells.append(_verdict_spread(cmp, row.spread))
                 if data.instr_rows:
                     cells.append(_instr(row.instr.get(t)))
         reps = sorted({len(c.values) for c in row.cells.values()})
@@ -129,38 +132,50 @@ def _instr(j: InstrVerdict | None) -> Text:
     return styled(fmt.instr_verdict(j), VERDICT_STYLE[j.verdict])
 
 
+def _render_answer(data: ReportData, console: Console) -> None:
+    """The answer first: per target, the verdicts of each figure, the largest changes and why, what is undecided."""
+    if data.answer is None or not data.answer.targets:
+        return
+    console.print(styled(f"The answer, {data.runs}: each target against the base ({data.base})", "bold"))
+    for depth, text in answer.lines(data.answer, len(data.client_counts) > 1):
+        console.print(styled(text, "bold") if depth == 0 else "  " * depth + text)
+    console.print()
+
+
 def _render_instr(data: ReportData, console: Console) -> None:
-    """Instructions per operation per step and target, the verdicts, and why: the functions that changed most."""
+    """Instructions per event per step and target, the verdicts, and why: the functions that changed most."""
     if not data.instr_rows:
         return
     table = Table(
-        title="Instructions per operation (valgrind, every server process, one client): user-space work, not time",
+        title="Instructions per event (valgrind, one client): user-space work, not time",
         title_justify="left",
     )
-    for col in ("step", "target", "instr/event", "change", "verdict", "floor", "foreground", "user", "QPS ≤"):
-        table.add_column(col, no_wrap=True, justify="left" if col in ("step", "target", "verdict") else "right")
+    cols = ("step", "target", "instr/event", "of", "change", "verdict", "floor", "other count", "user", "QPS ≤")
+    for col in cols:
+        table.add_column(col, no_wrap=True, justify="left" if col in ("step", "target", "of", "verdict") else "right")
     for ir in data.instr_rows:
         for i, t in enumerate(data.ordered):
-            c = ir.counts.get(t) or {}
             j = ir.judged.get(t)
-            value = styled("not counted", "red") if c.get("error") else Text(fmt.cost(ir.per_event(t)))
+            value = styled("not counted", "red") if ir.error(t) else Text(fmt.instructions(ir.figure(t)))
             table.add_row(
                 ir.step if i == 0 else "",
                 t,
                 value,
+                instr.BASIS_TAG[ir.basis],
                 fmt.signed_pct(j.ratio) if j else "",
                 _verdict(j.verdict) if j else Text(""),
                 fmt.floor(j) if j else "",
-                fmt.pct(c.get("foreground_share")),
+                fmt.other_count(ir, t),
                 fmt.pct(ir.user_share.get(t)) if j else "",
                 fmt.pct(ir.throughput_bound(t), 2) if j else "",
                 end_section=i == len(data.ordered) - 1,
             )
     console.print(table)
     console.print(
-        "change: instructions per event against the base; floor: the smallest change the verdict reports and what "
-        "set it; foreground: the share of the work done by the processes that served the client; user: the "
-        "user-space share of the server's CPU in the timed 1-client step; QPS ≤: the most that change can move QPS."
+        "instr/event: the figure the verdict judges, of the processes that served the client (fg) or of every "
+        "process (all); change: that figure against the base's; floor: the smallest change the verdict reports and "
+        "what set it; other count: the figure not judged; user: the user-space share of the server's CPU in the "
+        "timed 1-client step; QPS ≤: the most that change can move QPS."
     )
     for ir in data.instr_rows:
         for t, j in ir.judged.items():
@@ -235,7 +250,7 @@ def _instr_tally(g: GroupStats) -> Text:
     if not g.instr_verdicts:
         return Text("")
     s = g.instr_summary
-    return line("; instr/o: ", _tally(g.instr_verdicts), f" (median {s.median:.3f})" if s else "")
+    return line("; instr/event: ", _tally(g.instr_verdicts), f" (median {s.median:.3f})" if s else "")
 
 
 def _render_per_op(data: ReportData, console: Console) -> None:
@@ -258,7 +273,7 @@ def _render_per_op(data: ReportData, console: Console) -> None:
             c = row.cells[t]
             vals = []
             for m in metrics:
-                v = Text(fmt.cost(c.per_op_median(m)))
+                v = Text(fmt.metric(m, c.per_op_median(m)))
                 if t != data.base and (r := row.cost_ratio[t].get(m)) is not None:
                     v = line(v, " (", _coloured(r, fmt.cost_colour(r)), ")")
                 vals.append(v)

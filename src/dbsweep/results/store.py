@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dbsweep.errors import DbsweepError
+from dbsweep.results.counts import Count
 from dbsweep.results.model import CellKey, CellResult, StoredCanary, StoredCell
 
 SCHEMA_VERSION = 2
@@ -149,7 +150,8 @@ CREATE TABLE IF NOT EXISTS host_samples (
     PRIMARY KEY (cell_id, t)
 );
 -- Instructions per operation of the serving backend under valgrind, per target and step (deterministic,
--- so measured once per run); the per-query figure is also copied into per_op as instructions/o.
+-- so measured once per run); read back as one typed record (results/counts.py). Older stores also copied the
+-- per-query figure into per_op as instructions/o: the reports no longer read it.
 CREATE TABLE IF NOT EXISTS instructions (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     target_id INTEGER NOT NULL REFERENCES targets(id),
@@ -495,7 +497,8 @@ class Store:
     def write_instructions(
         self, run_id: int, target_id: int, step: str, data: dict[str, Any], error: str | None = None
     ) -> None:
-        """One target's instruction count for a step, and instructions/o on that step's 1-client cells."""
+        """One target's instruction count for a step (read back by `counts`). Only here: a per-query copy in
+        per_op beside cpu/o was a second figure that could disagree with the verdict's."""
         with self.tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO instructions (run_id, target_id, step, per_event, per_query, spread, error, "
@@ -511,12 +514,6 @@ class Store:
                     json.dumps(data),
                 ),
             )
-            if error is None:
-                db.execute(
-                    "INSERT OR REPLACE INTO per_op (cell_id, metric, value) SELECT id, 'instructions/o', ? FROM cells "
-                    "WHERE run_id = ? AND target_id = ? AND step = ? AND clients = 1 AND status = 'done'",
-                    (data["per_query"], run_id, target_id, step),
-                )
 
     def write_canary(self, run_id: int, repetition: int, iterations: int, seconds: float, cpu_seconds: float) -> None:
         """The canary timed before a round of a run, as one more row (never replacing an earlier one)."""
@@ -575,6 +572,10 @@ class Store:
             d.update(per_event=per_event, per_query=per_query, spread=spread, error=error)
             out[(name, step)] = d
         return out
+
+    def counts(self, run_id: int) -> dict[tuple[str, str], Count]:
+        """(target, step) -> the typed instruction count (`results.counts.Count`) of a run."""
+        return {(t, s): Count.from_stored(t, s, d) for (t, s), d in self.instruction_counts(run_id).items()}
 
     def per_op(self, run_id: int) -> dict[int, dict[str, float | None]]:
         """cell id -> metric -> value, for the done cells of a run."""
@@ -636,6 +637,25 @@ class Store:
                 (run_id,),
             )
         ]
+
+    def second_spreads(self, run_id: int) -> dict[int, tuple[int, float]]:
+        """cell id -> (seconds, CV of the operations per second) over each done cell's measured seconds, its last
+        second left out (a step that ends on its work, not the clock, ends within a second). None of a cell with
+        fewer than three such seconds or no operations."""
+        out: dict[int, tuple[int, float]] = {}
+        for cell_id, n, total, squares in self.db.execute(
+            "SELECT s.cell_id, COUNT(*), SUM(s.ops), SUM(s.ops * s.ops) FROM samples s "
+            "JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ? AND c.status = 'done' AND s.phase = 'measure' "
+            "AND s.t < (SELECT MAX(m.t) FROM samples m WHERE m.cell_id = s.cell_id AND m.phase = 'measure') "
+            "GROUP BY s.cell_id",
+            (run_id,),
+        ):
+            if n < 3 or not total:
+                continue
+            mean = total / n
+            var = max(0.0, (squares - n * mean * mean) / (n - 1))
+            out[int(cell_id)] = (int(n), var**0.5 / mean)
+        return out
 
     def rates(self, run_id: int) -> list[tuple[Any, ...]]:
         """(cell id, t, inserts/s, deletes/s, queries/s, worst insert, delete and query µs) of every second of

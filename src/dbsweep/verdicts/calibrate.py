@@ -138,6 +138,14 @@ def measured_noise(study: Study, store: Store, target: Target) -> Measured | Non
     return Measured(target.label, run_id, out) if out else None
 
 
+def study_noise(study: Study, store: Store) -> Measured | None:
+    """The latest calibration stored for the study's base, else for its first other target that has one."""
+    for target in sorted(study.targets, key=lambda t: t.label != study.base):
+        if (m := measured_noise(study, store, target)) is not None:
+            return m
+    return None
+
+
 def false_positive_rate(noise: list[StepNoise]) -> tuple[float | None, int]:
     """Share of faster/slower among every A-A verdict (all steps, both metrics, every prefix)."""
     verdicts = [v for s in noise for v in s.prefix_verdicts]

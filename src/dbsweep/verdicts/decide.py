@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from dbsweep.results.store import Store
 from dbsweep.study import Study
-from dbsweep.verdicts import instructions
+from dbsweep.verdicts import calibrate, instructions
 from dbsweep.verdicts.judging import unsure_targets
 
 if TYPE_CHECKING:
@@ -18,15 +18,20 @@ if TYPE_CHECKING:
 def decided_by_instructions(study: Study, store: Store, run_id: int) -> set[tuple[str, str, int]]:
     """(target, step, 1): the single-client cells whose instruction verdict is decided. Instructions decide
     first; QPS rounds are added only where no count decides (other client counts, steps not counted)."""
-    judged = instructions.run_verdicts(store.instruction_counts(run_id), study.base)
+    judged = instructions.run_verdicts(store.counts(run_id), study.base, instructions.calibrated_floors(study, store))
     return {(t, step, 1) for (t, step), j in judged.items() if j.decided}
 
 
 def until_decided(study: Study, store: Store, runner: Runner, outcome: Outcome, say: Callable[[str], None]) -> None:
     """Adds rounds to `outcome`'s run (and counts them into it) while any verdict is unsure."""
+    measured = calibrate.study_noise(study, store)
+    calibrated = measured.cv_qps if measured is not None else None
     while True:
         rows = store.results(outcome.run_id)
-        unsure = unsure_targets(study, rows, decided_by_instructions(study, store, outcome.run_id))
+        # The same rules as the report's: a change far beyond the noise is decided from one repetition.
+        seconds = store.second_spreads(outcome.run_id)
+        decided = decided_by_instructions(study, store, outcome.run_id)
+        unsure = unsure_targets(study, rows, decided, calibrated, seconds)
         reps = max([study.repeats, *(r.repetition for r in rows)])
         if not unsure:
             say(f"Every verdict is decided after {reps} repetitions.")
