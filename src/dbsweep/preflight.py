@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
-from dbsweep.measure import instructions
+from dbsweep.measure import instructions, session
 from dbsweep.sources import SourceTree, crate, debian, git, localdir, tarball
 from dbsweep.study import Study, source_kind
 from dbsweep.suites.base import Connections
@@ -519,9 +520,17 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     # A probe and a short and a long run per pair, each with the suite's warm-up.
     warmup = (1 + 2 * m.instruction_pairs) * study.bench.instruction_warmup_seconds()
     per_step = starts + 1 + m.instruction_pairs * 4 * m.instruction_seconds + warmup + STEP_OVERHEAD_S
+    # Reads counted in a session: no start, and short runs a quarter of the probe's (session.SHARE_OF_PROBE).
+    engine = engine_named(study.engine)
+    reads = {
+        key
+        for step, key in study.bench.instruction_steps().items()
+        if session.can_share(engine, engine.instance_type, study.bench.instruction_plan(step, m.instruction_seconds))
+    }
+    per_read = 1 + m.instruction_pairs * m.instruction_seconds + warmup + STEP_OVERHEAD_S
     # Counts taken at once share the steps; each of them loads its own pristine copy.
-    jobs = len(placement.one_cpu_each(m.instruction_jobs))
-    return costs.start_s + load_s + len(shared) * per_step / jobs
+    jobs = len(placement.one_cpu_each(m.instruction_jobs or len(os.sched_getaffinity(0))))
+    return costs.start_s + load_s + (len(shared - reads) * per_step + len(reads) * per_read) / jobs
 
 
 def _data_bytes(study: Study, engine: Engine, config: str) -> int:
@@ -565,7 +574,7 @@ def _warnings(study: Study, est: Estimate) -> list[Found]:
     if study.measure.instructions and study.bench.instruction_steps() and shutil.which("valgrind") is None:
         out.append(("measure.instructions", "valgrind is not installed, so no instruction counts would be taken"))
     jobs = study.measure.instruction_jobs
-    if study.measure.instructions and jobs > len(placement.one_cpu_each(jobs)):
+    if study.measure.instructions and jobs is not None and jobs > len(placement.one_cpu_each(jobs)):
         cpus = len(placement.one_cpu_each(jobs))
         out.append(
             (

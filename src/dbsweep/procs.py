@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from dbsweep import placement
+
 _log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
@@ -38,15 +40,19 @@ def killed_by(returncode: int) -> str:
 
 
 def die_with_parent(sig: int, cpus: frozenset[int] | None = None) -> Callable[[], None]:
-    """A preexec_fn: the child gets `sig` when dbsweep dies, and runs on `cpus` if given."""
+    """A preexec_fn: the child gets `sig` when dbsweep dies, and runs on `cpus` if given (at the fixed priority
+    if they are a `placement.Lockstep`)."""
 
     def preexec() -> None:
         # dbsweep stops some children with SIGINT (a server's fast shutdown, perf): when dbsweep itself was started
         # with SIGINT ignored (in the background of a script), the child would inherit that and not stop.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if cpus is not None:
-            # Before exec, so every thread the child starts inherits the mask.
+            # Before exec, so every thread the child starts inherits the mask (and the priority).
             os.sched_setaffinity(0, cpus)
+            if isinstance(cpus, placement.Lockstep):
+                with contextlib.suppress(PermissionError):  # the caller sees it: placement.in_lockstep
+                    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(placement.LOCKSTEP_PRIORITY))
         # Runs in the child after the switch to the server user: a credential change
         # clears the death signal, so it must be set here, after it.
         _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)

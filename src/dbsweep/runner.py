@@ -12,6 +12,7 @@ while no server runs, whose rate shows the machine's drift from round to round.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from dbsweep.engines.base import Access, EngineError, Install, Instance
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
-from dbsweep.measure import Sampler, canary, countpool, instructions, integrity, profiling
+from dbsweep.measure import Sampler, canary, countpool, instructions, integrity, profiling, session
 from dbsweep.measure.watch import StepRun, StepWatch
 from dbsweep.progress import CellLog, bars
 from dbsweep.results.model import CellKey, CellResult
@@ -279,8 +280,8 @@ class Runner:
         if stale:
             self.console.print(
                 styled(
-                    f"{len(stale)} instruction counts were taken with other settings held still than "
-                    f"{self.engine.title}'s count holds now ({'; '.join(changed)}): they are taken again.",
+                    f"{len(stale)} instruction counts were taken otherwise than {self.engine.title}'s counts are "
+                    f"taken now ({'; '.join(changed)}): they are taken again.",
                     "yellow",
                 ),
             )
@@ -308,36 +309,55 @@ class Runner:
         target_ids: dict[str, int],
         keep: Collection[str] = (),
     ) -> None:
-        """The valgrind pass: one client per step, on a freshly loaded copy of the tables, after every
+        """The valgrind pass: one client per step, from a freshly loaded copy of the tables, after every
         timed cell (valgrind's CPU load must not overlap a measured step), `measure.instruction_jobs` counts
-        at a time. Steps that share their work (a .pre step and its plain form) are counted once per target."""
+        at a time. Steps that share their work (a .pre step and its plain form) are counted once per target;
+        the reads of a target that can share a server are counted in one session."""
         shares = self.suite.instruction_steps()
         total = sum(len(v) for v in todo.values())
         # Every target counts the same events of a step: the base's count of it finds how many, and the
         # others take that amount (from the store when an earlier run counted the base).
-        amounts: dict[countpool.Key, int] = {}
+        known: dict[countpool.Key, int] = {}
         for (_t, step), v in self.store.instruction_counts(run_id).items():
             if v.get("amount") and step in shares:
-                amounts.setdefault(shares[step], int(v["amount"]))
+                known.setdefault(shares[step], int(v["amount"]))
         tasks: list[countpool.Task] = []
         for label in sorted(todo, key=lambda label: label != self.study.base):
             by_key: dict[countpool.Key, list[str]] = {}
             for step in todo[label]:
                 by_key.setdefault(shares[step], []).append(step)
             base = label == self.study.base
-            tasks += [countpool.Task(label, key, tuple(steps), base) for key, steps in by_key.items()]
-        slots = [countpool.Slot(i, cpus) for i, cpus in enumerate(self._count_cpus(len(tasks)))]
+            shared = [k for k in by_key if self._can_share(prepared[label], by_key[k][0])]
+            if len(shared) > 1:
+                steps = tuple(tuple(by_key[k]) for k in shared)
+                tasks.append(countpool.Task(label, tuple(shared), steps, base, session=True))
+            else:
+                shared = []
+            tasks += [countpool.Task(label, (k,), (tuple(v),), base) for k, v in by_key.items() if k not in shared]
+        base_keys = [k for t in tasks if t.sets_amount for k in t.keys]
+        amounts = countpool.Amounts(known, base_keys)
+        jobs = sum(len(t.keys) if t.session else 1 for t in tasks)
+        slots = [countpool.Slot(i, cpus) for i, cpus in enumerate(self._count_cpus(jobs))]
         log = CellLog(self.console, [1.0] * total)  # in a log, a line per count: they take minutes each
         with self._progress() as progress:
             bar = progress.add_task("instructions per operation (valgrind)", total=total, unit="steps")
 
-            def count(task: countpool.Task, slot: countpool.Slot, amount: int | None) -> countpool.Result:
-                progress.update(bar, description=f"instructions: {task.label} {task.steps[0]}")
+            def count(
+                task: countpool.Task, slot: countpool.Slot, amounts: countpool.Amounts, report: countpool.Report
+            ) -> None:
+                progress.update(bar, description=f"instructions: {task.label} {task.steps[0][0]}")
                 target = self.study.target(task.label)
-                return self._count_one(prepared[task.label], target, task.steps[0], amount, slot)
+                if task.session:
+                    self._count_session(prepared[task.label], target, task, slot, amounts, report)
+                    return
+                key = task.keys[0]
+                data, error = self._count_one(
+                    prepared[task.label], target, task.steps[0][0], amounts.get(key, wait=False), slot
+                )
+                report(task, key, data, error)
 
-            def done(task: countpool.Task, data: dict[str, Any], error: str | None) -> None:
-                for step in task.steps:
+            def done(task: countpool.Task, key: countpool.Key, data: dict[str, Any], error: str | None) -> None:
+                for step in task.steps[task.keys.index(key)]:
                     self.store.write_instructions(run_id, target_ids[task.label], step, data, error)
                     if error and not log.active:
                         progress.console.print(
@@ -352,10 +372,61 @@ class Runner:
                 if slot.index or label not in keep:  # the profile pass starts from slot 0's pristine copy
                     shutil.rmtree(self._pass_home(self.study.target(label), slot.index), True)
 
-    def _count_cpus(self, tasks: int) -> list[frozenset[int]]:
-        """A CPU for each count that runs at once: as many as measure.instruction_jobs asks, this process may
-        use, and there are counts to take."""
-        return placement.one_cpu_each(min(self.study.measure.instruction_jobs, tasks))
+    def _count_cpus(self, jobs: int) -> list[frozenset[int]]:
+        """A CPU for each count that runs at once: as many as measure.instruction_jobs asks (by default every
+        CPU this process may use), and there are counts to take."""
+        wanted = self.study.measure.instruction_jobs or len(os.sched_getaffinity(0))
+        return placement.one_cpu_each(min(wanted, jobs))
+
+    def _can_share(self, ready: Prepared | str, step: str) -> bool:
+        if isinstance(ready, str):
+            return False
+        plan = self.suite.instruction_plan(step, self.study.measure.instruction_seconds)
+        return session.can_share(self.engine, self.engine.instance_type, plan)
+
+    def _count_session(
+        self,
+        ready: Prepared | str,
+        target: Target,
+        task: countpool.Task,
+        slot: countpool.Slot,
+        amounts: countpool.Amounts,
+        report: countpool.Report,
+    ) -> None:
+        """A target's reads on one server; each step reported as it ends."""
+        keys = {steps[0]: key for key, steps in zip(task.keys, task.steps, strict=True)}
+        if isinstance(ready, str):
+            for key in task.keys:
+                report(task, key, {}, ready)
+            return
+        seconds = self.study.measure.instruction_seconds
+        steps = [session.SessionStep(st, self.suite.instruction_plan(st, seconds)) for st in keys]
+        reported: set[countpool.Key] = set()
+
+        def counted(step: str, count: instructions.InstructionCount | None, error: str | None) -> None:
+            reported.add(keys[step])
+            report(task, keys[step], count.to_dict() if count is not None else {}, error)
+
+        try:
+            session.count_reads(
+                self.engine,
+                ready.install,
+                ready.config_text,
+                self._pass_home(target, slot.index),
+                steps=steps,
+                load=self._setup_commands(),
+                tables=self.suite.tables(),
+                counted=counted,
+                repeats=self.study.measure.instruction_pairs,
+                tool=self.study.measure.instruction_tool,
+                client=self.suite.client(),
+                cpus=placement.Lockstep(slot.cpus),
+                amount_of=lambda step: amounts.get(keys[step], wait=not task.sets_amount),
+            )
+        except DbsweepError as e:
+            for key in task.keys:
+                if key not in reported:
+                    report(task, key, {}, str(e))
 
     def _count_one(
         self, ready: Prepared | str, target: Target, step: str, amount: int | None, slot: countpool.Slot
@@ -375,7 +446,7 @@ class Runner:
                 tool=self.study.measure.instruction_tool,
                 repeats=self.study.measure.instruction_pairs,
                 client=self.suite.client(),
-                cpus=slot.cpus,
+                cpus=placement.Lockstep(slot.cpus),
             )
         except DbsweepError as e:
             return {}, str(e)

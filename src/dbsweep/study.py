@@ -23,7 +23,7 @@ from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.suites import Suite, SuiteSettings
 from dbsweep.suites import registry as suite_registry
 
-VARIANTS = ("def", "o2_nofp", "o3", "o3_native", "o3_native_lto", "os", "pgo", "pgo_lto")
+VARIANTS = tuple(recipes.BUILTINS)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -94,9 +94,9 @@ class Measure(_Strict):
     instruction_seconds: PositiveInt = 2
     # Pairs of a short and a long run per count: their spread shows how repeatable the step is.
     instruction_pairs: PositiveInt = 2
-    # Counts taken at once, each on a CPU of its own (at most the CPUs dbsweep may use): a count does not depend
-    # on what else the machine runs, so two CPUs take the pass in about half the time.
-    instruction_jobs: PositiveInt = 1
+    # Counts taken at once, each on a CPU of its own (by default every CPU dbsweep may use): a count does not
+    # depend on what else the machine runs, so two CPUs take the pass in about half the time.
+    instruction_jobs: PositiveInt | None = None
     # Sample the server with perf while one client runs each step, after the timed cells: flame graphs.
     profile: bool = False
     profile_seconds: PositiveInt = 10

@@ -4,6 +4,7 @@ before anything starts, and reading valgrind's output files. Under valgrind: e2e
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,9 +191,10 @@ def test_a_pair_whose_long_run_counted_less_is_an_error_naming_the_role(tmp_path
 
 def test_counts_taken_with_other_settings_held_are_stale() -> None:
     now = ["innodb_fast_shutdown = 0", "ssl = OFF"]
+    method = instructions.METHOD
     have = {
-        ("a", "s1"): {"held": ["innodb_fast_shutdown = 0"], "per_event": 1.0},
-        ("a", "s2"): {"held": now, "per_event": 1.0},
+        ("a", "s1"): {"held": ["innodb_fast_shutdown = 0"], "per_event": 1.0, "method_version": method},
+        ("a", "s2"): {"held": now, "per_event": 1.0, "method_version": method},
         ("b", "s1"): {"error": "valgrind failed"},  # a failed count is retried by --rerun-failed, not here
         ("b", "s2"): {"per_event": 1.0},  # stored before counts recorded what they held: not judged
     }
@@ -200,6 +202,14 @@ def test_counts_taken_with_other_settings_held_are_stale() -> None:
     assert stale == {("a", "s1")}
     assert changed == ["ssl = OFF"]
     assert instructions.stale_counts(have, ["innodb_fast_shutdown = 0"]) == ({("a", "s2")}, ["ssl = OFF"])
+
+
+def test_counts_taken_by_an_older_method_are_stale() -> None:
+    # Version 1 ran every run under the normal scheduler and every read on a server of its own.
+    have = {("a", "s1"): {"held": ["ssl = OFF"], "per_event": 1.0}}
+    stale, changed = instructions.stale_counts(have, ["ssl = OFF"])
+    assert stale == {("a", "s1")}
+    assert changed == [f"the counting method (version 1, now {instructions.METHOD})"]
 
 
 def test_a_threaded_servers_files_are_read_per_thread(tmp_path: Path) -> None:
@@ -226,3 +236,31 @@ def test_a_threaded_servers_files_are_read_per_thread(tmp_path: Path) -> None:
     )
     wanted = ("do_handle_one_connection",)
     assert instructions._runs_any(served, wanted) and not instructions._runs_any(timer, wanted)
+
+
+def test_a_session_counts_a_quarter_of_the_probe_and_at_least_two_events() -> None:
+    from dbsweep.measure import session
+
+    assert session.events_to_count("point-query_range=100", 4_000) == 1_000
+    assert session.events_to_count("scan_range=100", 3) == session.MIN_EVENTS
+    with pytest.raises(StepError, match="completed no event"):
+        session.events_to_count("scan_range=100", 0)
+
+
+def test_only_reads_on_a_server_with_a_process_per_connection_share_one() -> None:
+    from dbsweep.engines.registry import engine_named
+    from dbsweep.measure import session
+    from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
+
+    suite = Sysbench(SysbenchSettings(rows=1000))
+    postgres, mariadb, sqlite = (engine_named(n) for n in ("postgres", "mariadb", "sqlite"))
+
+    def shares(engine: Any, step: str) -> bool:
+        return session.can_share(engine, engine.instance_type, suite.instruction_plan(step, 1))
+
+    assert shares(postgres, "point-query_range=100") and shares(postgres, "scan_range=100")
+    assert not shares(postgres, "update-index_range=100")  # a write: each run from the pristine copy
+    assert not shares(postgres, "write-only_range=10000") and not shares(postgres, "insert_range=100")
+    assert not shares(postgres, "load")  # from an empty database
+    assert not shares(mariadb, "point-query_range=100")  # one process: its threads' files come at its stop
+    assert not shares(sqlite, "point-query_range=100")  # embedded: no server to share

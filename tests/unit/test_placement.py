@@ -70,3 +70,20 @@ def test_bad_placement_is_a_study_error(tmp_path: Path) -> None:
     r = cli("validate", study)
     assert r.returncode == 2
     assert "measure.placement: 'numa' is not allowed" in r.stdout + r.stderr
+
+
+def test_a_child_started_in_lockstep_gets_the_fixed_priority() -> None:
+    cpu = placement.one_cpu_each(1)[0]
+    proc = procs.spawn(["sleep", "30"], cpus=placement.Lockstep(cpu))
+    plain = procs.spawn(["sleep", "30"], cpus=cpu)
+    try:
+        granted = placement.in_lockstep(proc.pid)
+        assert not placement.in_lockstep(plain.pid)  # only a Lockstep asks for it
+        again = placement.lockstep_tree(plain.pid)
+        assert again == placement.in_lockstep(plain.pid)  # says whether the system granted it
+    finally:
+        procs.terminate(proc)
+        procs.terminate(plain)
+    if os.geteuid() == 0:
+        assert granted and again  # root may; elsewhere a refusal is recorded as "normal" scheduling
+    assert not placement.in_lockstep(proc.pid) and not placement.lockstep_tree(proc.pid)  # gone

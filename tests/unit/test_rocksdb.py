@@ -254,7 +254,7 @@ def test_preflight_counts_the_warm_up_of_each_counted_run(tmp_path: Path) -> Non
 
     (tmp_path / "c").mkdir()
     (tmp_path / "io").mkdir()
-    measure = "[measure]\ninstructions = true\n"
+    measure = "[measure]\ninstructions = true\ninstruction_jobs = 1\n"
     cached = preflight.estimate(_system_study(tmp_path / "c", measure, ""))
     io_bound = preflight.estimate(_system_study(tmp_path / "io", measure, 'profile = "iobuf"\n'))
     # Three steps x (a probe and two pairs) x 1,000 keys read into the cache at 190k keys/s under valgrind.

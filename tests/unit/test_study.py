@@ -172,3 +172,23 @@ def test_cli_validate_prints_errors_and_fails(tmp_path: Path, system_root: Path)
     ok = cli_process(system_root, "validate", _write(tmp_path, GOOD))
     assert ok.returncode == 0, ok.stderr
     assert "2 targets" in ok.stdout and "4 cells" in ok.stdout
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "studies").glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_study_reads_without_a_problem(path: Path) -> None:
+    study = load_study(path)
+    assert study.targets and study.base in {t.label for t in study.targets}
+
+
+def test_the_first_study_is_counted_by_valgrind_on_any_cpu() -> None:
+    """The README's first command must end decided by its instruction counts: no target may carry a flag that
+    emits AVX-512 on some CPU, which valgrind cannot run."""
+    from dbsweep.build import variants
+    from dbsweep.measure.instructions import unrunnable_flags
+
+    study = load_study(Path(__file__).parents[2] / "studies" / "first.toml")
+    assert study.measure.instructions
+    avx512 = {"avx512f", "avx512bw"}
+    for t in study.targets:
+        flags = " ".join(variants.builtin(t.variant).cflags)
+        assert unrunnable_flags(flags, avx512) is None, (t.label, flags)

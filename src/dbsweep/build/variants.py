@@ -91,6 +91,13 @@ BUILTINS: dict[str, Variant] = {
             ldflags=_flags("-flto=auto"),
             description="-O3 for this CPU with link-time optimisation",
         ),
+        # Portable: valgrind counts it on any x86-64 CPU, where -march=native on one with AVX-512 cannot be.
+        Variant(
+            "o3_lto",
+            cflags=_flags("-O3 -flto=auto"),
+            ldflags=_flags("-flto=auto"),
+            description="-O3 with link-time optimisation, for any CPU",
+        ),
         Variant("os", cflags=_flags("-Os"), description="optimised for size"),
         Variant("pgo", cflags=_flags("-O2"), pgo=True, description="-O2, profile-guided (gcc)"),
         # PGO on top of -O2 + LTO, not of o3_native_lto: `pgo` vs `pgo_lto` then isolates LTO (as in the

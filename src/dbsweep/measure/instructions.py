@@ -21,6 +21,11 @@ background. Only
 single-client steps make sense here: waits on I/O or on other clients are not what an instruction count
 describes. Background work that is timed by the clock rather than by the work (a WAL writer's wake-ups) makes
 a step less repeatable: the spread over the pairs says by how much.
+
+Every run's server and client share one CPU in lockstep (`placement.Lockstep`: a fixed real-time priority,
+so that neither preempts the other and every statement waits for the next once, whatever else the machine
+runs). The reads of a server with a process per connection are counted in one session instead
+(`measure.session`): the same pairs, on one server.
 """
 
 from __future__ import annotations
@@ -64,7 +69,12 @@ _WAIT_EXIT_S = 300.0  # for a backend to write its output and exit (seconds)
 LONG_RUN = 3  # the long run does this many times the short one's work
 MIN_EVENTS = 20  # the fewest events a short run counts, however few the timed probe completed
 # The CPU the server and the client of a counted run share (the last one, as placement "same" takes).
-ONE_CPU = placement.assign("same").server or frozenset({0})
+ONE_CPU = placement.Lockstep(placement.assign("same").server or {0})
+# How counts are taken; a stored count taken otherwise is taken again (its figures are not comparable):
+# 2 runs each counted run's server and client in lockstep (`placement.Lockstep`) and the reads in sessions.
+METHOD = 2
+RESTART = "restart"  # every run from the pristine copy, on a server of its own
+SESSION = "session"  # a read's runs on one server, one connection each (`measure.session`)
 FUNCTIONS_KEPT = 150  # functions stored per count: the report shows the few that changed most
 # Roles of the processes whose files a run leaves; an engine names its background processes itself.
 FOREGROUND = "foreground"  # the processes that served the client (backends, or an embedded engine's client)
@@ -92,6 +102,8 @@ class CountPlan:
     short: int | None = None
     probe: Callable[[], list[str]] | None = None
     from_empty: bool = False
+    # The step changes no table (a read): its runs may follow each other on one server (`measure.session`).
+    keeps_state: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,11 @@ class InstructionCount:
     # The settings the pass added to the target's config (the engine's `quiet_config`), so a run's work does
     # not depend on timing; a study comparing them gets no instruction verdict on them.
     held: list[str] = dataclasses.field(default_factory=list)
+    # How the runs were taken (RESTART or SESSION), by which METHOD, and whether in lockstep (the fixed
+    # priority was granted) or under the normal scheduler.
+    method: str = RESTART
+    method_version: int = METHOD
+    scheduling: str = "lockstep"
 
     @property
     def foreground_share(self) -> float | None:
@@ -360,6 +377,7 @@ class _Pass:
         self.summary: dict[str, Any] = {}
         # Counted per thread: the server's threads that ran one of these functions served a client.
         self.by_thread = per_thread(instance)
+        self.in_lockstep = isinstance(cpus, placement.Lockstep)
 
     def _thread_role(self, f: Path) -> str:
         if _file_thread(f) == 1:
@@ -388,6 +406,8 @@ class _Pass:
             # changes: it moved a point query's count by 0.5 % between a busy hour and a quiet one.
             if self.instance.pid is not None:
                 placement.pin_tree(self.instance.pid, self.cpus)
+                if self.in_lockstep:
+                    self.in_lockstep = placement.lockstep_tree(self.instance.pid)
             if not self.plan.from_empty:
                 try:
                     self.instance.prewarm(tables)
@@ -405,7 +425,7 @@ class _Pass:
                     command,
                     loadclient.connection_to(self.instance),
                     self.logs / f"run{self.runs}-{amount}.log",
-                    cpus=self.cpus,
+                    cpus=self.cpus if self.in_lockstep else frozenset(self.cpus),
                 )
                 s = out.result.flat()
                 if s.get("error_count"):
@@ -617,6 +637,7 @@ def instructions_per_op(
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
         held=held_by(type(instance)),
+        scheduling="lockstep" if counting.in_lockstep else "normal",
     )
 
 
@@ -647,15 +668,19 @@ def stale_counts(
     have: dict[tuple[str, str], dict[str, Any]], held: list[str]
 ) -> tuple[set[tuple[str, str]], list[str]]:
     """The stored counts taken while the engine's count held other settings still than `held` (a setting added
-    once timing was found to move a count): their figures are not comparable with a new count's. Also the
-    settings that differ, for the message."""
+    once timing was found to move a count), or by an older METHOD: their figures are not comparable with a new
+    count's. Also what differs, for the message."""
     stale: set[tuple[str, str]] = set()
     changed: set[str] = set()
     for key, v in have.items():
-        if v.get("error") or "held" not in v or v["held"] == held:
+        if v.get("error") or "held" not in v:
             continue
-        stale.add(key)
-        changed |= set(held).symmetric_difference(v["held"])
+        if v.get("method_version", 1) != METHOD:
+            stale.add(key)
+            changed.add(f"the counting method (version {v.get('method_version', 1)}, now {METHOD})")
+        if v["held"] != held:
+            stale.add(key)
+            changed |= set(held).symmetric_difference(v["held"])
     return stale, sorted(changed)
 
 

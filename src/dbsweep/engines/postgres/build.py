@@ -39,7 +39,7 @@ OBJECTS_ESTIMATE = 1250
 # src/common and src/port are compiled twice and ecpg's tests are not).
 _NOT_COMPILED = ("test", "tutorial", "tools")
 # Extra modules later benchmarks need (the statements' statistics, table bloat).
-CONTRIB = ("pg_stat_statements", "pgstattuple")
+CONTRIB = ("pg_stat_statements", "pgstattuple", "pg_prewarm")  # pg_prewarm: the instruction pass's warm-up
 
 
 class PostgresRecipe(Recipe):

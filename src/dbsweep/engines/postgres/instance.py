@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import re
 import secrets
 import shutil
@@ -343,17 +344,33 @@ class Server(Instance):
     # synchronous_commit: with asynchronous commit a scan may set a row's hint bits (and mark an index entry
     # dead) only once the WAL writer has flushed the row's commit, which is timing, so every later scan's work
     # varied: 2.2 % between pairs of l.i1 against 0.02 % with commits flushed by their own backend.
+    # The WAL writer and the background writer wake by the clock (every 200 ms by default, 100 ms in the
+    # method's configs): how much they did, and so how much WAL and how many dirty pages the backend found
+    # already written, followed how long a run took. At their slowest, they do not wake within a counted run,
+    # and the backend writes its own WAL and pages, the same for every target.
     quiet_config = """\
 # ---- dbsweep: instruction counting ----
 autovacuum = off
 max_parallel_workers_per_gather = 0
 synchronous_commit = on
+wal_writer_delay = 10s
+bgwriter_delay = 10s
+bgwriter_lru_maxpages = 0
 """
 
     def settle(self) -> None:
         """Frozen, analysed and checkpointed: no read sets hint bits, no background work is left."""
         try:
             with self.connect() as c:
+                # In the pristine copy, so that every counted run's warm-up can read blocks without a row's work.
+                if c.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'").fetchone():
+                    c.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+                # ANALYZE samples 300 rows per unit of the statistics target, at random: two loads of one table
+                # got other most-common values, and the planner's work per query (and even its plan) moved by up
+                # to 12 % between two targets of one build. A target that covers every row makes it the same.
+                rows = max((_rows(c, t) for t in _tables(c)), default=0)
+                target = min(max(math.ceil(rows / 300), 100), 10000)
+                c.execute(sql.SQL("SET default_statistics_target = {}").format(sql.Literal(target)))
                 c.execute("VACUUM (FREEZE, ANALYZE)")
                 c.execute("CHECKPOINT")
         except psycopg.Error as e:
@@ -362,9 +379,18 @@ synchronous_commit = on
     def prewarm(self, tables: list[str]) -> None:
         """Reads every table and index into shared buffers: a miss costs the backend thousands of
         instructions, and the short run would take more of them per operation than the long one. Plain
-        SQL on whatever the suite's tables hold, so installs without the pg_prewarm extension work too."""
+        SQL on whatever the suite's tables hold where the pg_prewarm extension is not installed; with it, block by
+        block (under valgrind a fifth of the time of a scan that reads every row)."""
         try:
             with self.connect() as c:
+                if c.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'").fetchone():
+                    for t in tables:
+                        c.execute(
+                            "SELECT pg_prewarm(r) FROM (SELECT %s::regclass AS r UNION ALL "
+                            "SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass) rels",
+                            (t, t),
+                        )
+                    return
                 for t in tables:
                     name = sql.Identifier(t)
                     # The heap, by a sequential scan that reads every row.
@@ -463,9 +489,16 @@ synchronous_commit = on
         return lines[7].strip() if len(lines) > 7 else "starting"
 
     def _ensure_database(self) -> None:
-        with self.connect("postgres") as c:
-            if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone() is None:
-                c.execute(f"CREATE DATABASE {DB_NAME}")
+        try:
+            with self.connect("postgres") as c:
+                if c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone() is None:
+                    c.execute(f"CREATE DATABASE {DB_NAME}")
+        except psycopg.Error as e:
+            # It answered, then failed its first connection: the log says why (a backend that crashed).
+            raise ServerError(
+                f"Postgres started but its first connection failed ({_one_line(e)}); from {self.log}:\n"
+                f"{self.log_excerpt()}"
+            ) from None
 
     def settings(self) -> list[dict[str, Any]]:
         """Settings that differ from the built-in defaults, as the running server reports them."""
@@ -558,3 +591,16 @@ def _one_line(e: psycopg.Error) -> str:
     """A driver error as the server said it, in one line."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def _tables(c: psycopg.Connection[Any]) -> list[str]:
+    """The ordinary tables of the benchmark's schema."""
+    rows = c.execute(
+        "SELECT relname FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _rows(c: psycopg.Connection[Any], table: str) -> int:
+    row = c.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
+    return int(row[0]) if row else 0

@@ -242,6 +242,7 @@ class Sysbench(Suite):
             functools.partial(self._events, step),
             short=amount,
             probe=functools.partial(self.instruction_command, step, seconds),
+            keeps_state=STEPS[step].group != "write",  # every write step (and insert) is in group write
         )
 
     def _load_rows(self, rows: int) -> list[str]:

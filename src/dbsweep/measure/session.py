@@ -1,0 +1,289 @@
+"""The reads of one target counted on one server: a session instead of a fresh server for every run.
+
+`instructions` starts a server from the pristine copy for every run, so that a run's every process (the
+background ones too, whose files are written only as the server stops) is counted from the same state. A read
+changes no table, and on a server with a process per connection (Postgres's backends) each connection's process
+writes its own file as it exits: so the reads of a target can share one server, started and warmed once, each
+run a connection of its own, and a run's count is the files of the processes born during it. Per step, as
+before, a pair of a short and a long run of fixed amounts gives
+
+    instructions per event = (Ir_long - Ir_short) / (events_long - events_short)
+
+where the difference cancels a connection's own start-up and exit. What the restarts cost (start under
+valgrind, warm-up, shutdown: five sixths of a read's minute) is paid once per target. Each step first runs
+once uncounted, so that what its statements read beyond the tables (the catalog) is cached for every target
+alike. The background
+processes serve no read; their files, written when the session ends, are not part of a read's count.
+
+A forked process's file also holds what its parent executed before the fork: the postmaster's count grows by a
+few ten thousand instructions between two connections, a bias of a few instructions per event at the smallest
+amounts (about 5e-5 of a point query), the same for every target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbsweep import loadclient, placement
+from dbsweep.engines.base import Engine, EngineError, Install, Instance
+from dbsweep.errors import DbsweepError, StepError
+from dbsweep.measure import instructions as ins
+
+
+@dataclass(frozen=True)
+class SessionStep:
+    step: str
+    plan: ins.CountPlan
+
+
+def can_share(engine: Engine, instance_type: type[Instance], plan: ins.CountPlan) -> bool:
+    """Whether a step's runs can share a server: a read, on a server with a process per connection."""
+    return engine.kind == "server" and not instance_type.threaded and plan.keeps_state and not plan.from_empty
+
+
+# A step's outcome, handed back as soon as it is counted: (step, its count, or why it has none).
+Counted = Callable[[str, "ins.InstructionCount | None", "str | None"], None]
+
+
+class _Session:
+    """One server under valgrind, started from the pristine copy and warmed; runs are connections to it."""
+
+    def __init__(
+        self,
+        instance: Instance,
+        tool: ins.Tool,
+        home: Path,
+        client: loadclient.Client,
+        cpus: frozenset[int],
+    ) -> None:
+        self.instance = instance
+        self.tool = tool
+        self.home = home
+        self.client = client
+        self.cpus = cpus
+        self.out = home / "valgrind" / "session"
+        self.logs = home / "instructions-logs"
+        self.runs = 0
+        self.in_lockstep = isinstance(cpus, placement.Lockstep)
+        self.summary: dict[str, object] = {}
+
+    def alive(self) -> bool:
+        pid = self.instance.pid
+        return pid is not None and ins._alive(pid)
+
+    def start(self, tables: list[str]) -> None:
+        ins._writable_dir(self.out, self.instance.user)
+        ins.restore_pristine(self.instance, self.home)
+        self.instance.wrapper = ins.valgrind_wrapper(self.tool, self.out)
+        self.instance.start()
+        if self.instance.pid is not None:
+            placement.pin_tree(self.instance.pid, self.cpus)
+            if self.in_lockstep:
+                self.in_lockstep = placement.lockstep_tree(self.instance.pid)
+        base = self.instance.workers()
+        try:
+            self.instance.prewarm(tables)
+        except EngineError as e:
+            raise StepError(f"warming the cache failed: {e}") from e
+        # The warm-up's connection writes its file as it exits: not any run's.
+        ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
+        self._set_aside(set(ins._files(self.out)), self.out / "setup")
+
+    def _set_aside(self, files: set[Path], where: Path) -> None:
+        ins._writable_dir(where, None)
+        for f in files:
+            f.rename(where / f.name)
+
+    def run(self, step: str, plan: ins.CountPlan, amount: int) -> ins.Run:
+        """One connection running `amount` events of the step (0: the plan's timed probe); its processes' files
+        are moved into a directory of the run's own."""
+        self.runs += 1
+        t0 = time.monotonic()
+        if not self.alive():
+            raise StepError(f"the session's server is no longer running; its log is in {self.instance.log}")
+        before = set(ins._files(self.out))
+        base = self.instance.workers()
+        if amount == 0 and plan.probe is None:
+            raise DbsweepError("the plan has no probe, so its amount must be given")
+        command = plan.command(amount) if amount else plan.probe()  # type: ignore[misc]
+        out = self.client(
+            command,
+            loadclient.connection_to(self.instance),
+            self.logs / f"session-run{self.runs}-{amount}.log",
+            cpus=self.cpus if self.in_lockstep else frozenset(self.cpus),
+        )
+        s = out.result.flat()
+        if s.get("error_count"):
+            raise StepError(
+                f"the client's {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
+            )
+        ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
+        new = set(ins._files(self.out)) - before
+        if not new:
+            raise StepError(
+                f"no output file of a backend appeared in {self.out} during a run of {' '.join(command[:2])}; "
+                f"valgrind's messages are in {self.instance.log}."
+            )
+        counts = ins._complete(new, f"session run {self.runs}")
+        run_dir = self.home / "valgrind" / f"run{self.runs}"
+        self._set_aside(new, run_dir)
+        self.summary = dict(s)
+        events = int(s["events"]) + int(s.get("warmup_events", 0))
+        total = sum(counts.values())
+        return ins.Run(
+            amount=amount,
+            events=events,
+            queries=events * int(s.get("statements_per_event") or 1),
+            instructions=total,
+            by_role={ins.FOREGROUND: total},
+            output_dir=str(run_dir),
+            wall_s=time.monotonic() - t0,
+        )
+
+
+def count_reads(
+    engine: Engine,
+    install: Install,
+    config_text: str,
+    home: Path,
+    *,
+    steps: Sequence[SessionStep],
+    load: list[list[str]],
+    tables: list[str],
+    counted: Counted,
+    repeats: int = 2,
+    tool: ins.Tool = "cachegrind",
+    say: Callable[[str], None] | None = None,
+    client: loadclient.Client = loadclient.run,
+    cpus: frozenset[int] = ins.ONE_CPU,
+    amount_of: Callable[[str], int | None] = lambda _step: None,
+) -> None:
+    """Counts `steps` (reads) in order on one server, handing each step's count or failure to `counted` as it
+    ends. A step's amount is its plan's, else `amount_of(step)` (the base's, which may wait for it), else found
+    by a timed probe (and recorded in its count). A step that fails leaves the others counted; a server that stops
+    fails the rest. Every process started here is stopped on return, on error and on Ctrl-C."""
+    say = say or (lambda _msg: None)
+    if repeats < 1:
+        raise DbsweepError(f"repeats must be at least 1, not {repeats}")
+    version = ins.valgrind_version()
+    ins.check_runnable(engine, install)
+    home = home.resolve()
+    shutil.rmtree(home / "valgrind", ignore_errors=True)
+    instance = ins.quiet_instance(engine, install, config_text, home)
+    left = list(steps)
+    try:
+        t0 = time.monotonic()
+        reused = ins.pristine(instance, install, load, home, say, client)
+        session = _Session(instance, tool, home, client, cpus)
+        say(f"{len(steps)} reads on one server: starting it under valgrind and warming it")
+        session.start(tables)
+        setup_s = time.monotonic() - t0
+        while left:
+            item = left.pop(0)
+            t_step = time.monotonic()
+            try:
+                count = _count_step(session, item, repeats, say, amount_of)
+            except StepError as e:
+                counted(item.step, None, str(e))
+                if not session.alive():
+                    raise
+                continue
+            wall = time.monotonic() - t_step + setup_s / len(steps)  # the server's start shared out
+            counted(
+                item.step,
+                dataclasses.replace(
+                    count,
+                    valgrind_version=version,
+                    server_version=install.version,
+                    wall_s=wall,
+                    reused_data=reused,
+                    held=ins.held_by(type(instance)),
+                ),
+                None,
+            )
+    except StepError as e:
+        for item in left:
+            counted(item.step, None, f"the session's server stopped before this step: {e}")
+    finally:
+        instance.wrapper = None
+        with contextlib.suppress(EngineError):
+            instance.stop()
+
+
+# A session's short run does a quarter of what its timed probe did, and at least 2 events: its counts repeat to
+# a few parts in a million (the restarts' runs, to 1e-4), so a smaller difference measures as well, and a slow
+# step (a scan of every row) no longer takes 20 events x 4 runs x 2 pairs of it.
+SHARE_OF_PROBE = 4
+MIN_EVENTS = 2
+
+
+def events_to_count(step: str, probed: int) -> int:
+    """How many events a session's short run does, from the events of its timed probe."""
+    ins.events_to_count(step, probed)  # the same refusal of a probe that completed nothing
+    return max(probed // SHARE_OF_PROBE, MIN_EVENTS)
+
+
+def _count_step(
+    session: _Session,
+    item: SessionStep,
+    repeats: int,
+    say: Callable[[str], None],
+    amount_of: Callable[[str], int | None],
+) -> ins.InstructionCount:
+    """One step's count (the session's own fields are filled in by the caller)."""
+    step, plan = item.step, item.plan
+    amount = plan.short if plan.short is not None else amount_of(step)
+    if amount is None:
+        say(f"{step}: a timed run to find how many events to count")
+        amount = events_to_count(step, session.run(step, plan, 0).events)
+    # Every target, probed or not, runs the step once before its pairs: the catalog pages its statements read
+    # are then in shared buffers for all four runs. Without it a target that took the base's amount read them
+    # in its first short run, and counted 0.15 % less per point query than the base (page checksums, opens).
+    say(f"{step}: a warm-up run of {MIN_EVENTS} {plan.unit}")
+    session.run(step, plan, MIN_EVENTS)
+    pairs: list[ins.Pair] = []
+    for i in range(repeats):
+        say(f"{step}: pair {i + 1} of {repeats} ({amount:,} and {ins.LONG_RUN * amount:,} {plan.unit})")
+        short = session.run(step, plan, amount)
+        long = session.run(step, plan, ins.LONG_RUN * amount)
+        if long.events <= short.events:
+            raise StepError(
+                f"the long run of {step} completed {long.events} events, no more than the short run's "
+                f"{short.events}: the load client ended it early (its log is in {session.logs})."
+            )
+        pairs.append(ins.Pair(short, long))
+    ins.check_pairs(step, pairs, session.home / "valgrind")
+    per_event = [p.per_event for p in pairs]
+    mid = statistics.median(per_event)
+    spread = (max(per_event) - min(per_event)) / mid if mid else 0.0
+    count = ins.InstructionCount(
+        step=step,
+        command=plan.command(amount),
+        statements_per_event=int(str(session.summary.get("statements_per_event") or 1)),
+        per_event=mid,
+        per_query=statistics.median(p.per_query for p in pairs),
+        spread=spread,
+        pairs=pairs,
+        tool=session.tool,
+        valgrind_version="",
+        valgrind_command=ins.valgrind_wrapper(session.tool, session.out),
+        server_version="",
+        output_dir=str(session.home / "valgrind"),
+        wall_s=0.0,
+        reused_data=False,
+        unit=plan.unit,
+        amount=amount,
+        foreground_per_event=mid,  # a backend's file is all of a read's work
+        foreground_spread=spread,
+        method=ins.SESSION,
+        scheduling="lockstep" if session.in_lockstep else "normal",
+    )
+    mid_pair = count.median_pair()
+    return dataclasses.replace(count, by_role=mid_pair.per_event_by_role(), functions=ins.function_rows(mid_pair))

@@ -1,0 +1,128 @@
+"""The reads of a target counted on one server (measure.session), against Debian's Postgres 15: the same figure
+as a server per run, repeatable to parts in ten thousand in lockstep, a failed step that leaves the others
+counted, and nothing left running."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dbsweep.engines import postgres
+from dbsweep.engines.registry import engine_named
+from dbsweep.measure import instructions, session
+from dbsweep.measure.instructions import CountPlan, InstructionCount
+from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
+
+from ..conftest import count_system_step, processes_under, wait_no_processes
+
+CONFIG = "shared_buffers=128MB\n"
+SUITE = Sysbench(SysbenchSettings(rows=10000))
+READS = ["point-query_range=100", "read-only_range=10"]
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(
+        not postgres.system_majors() or not shutil.which("valgrind"),
+        reason="needs Debian's Postgres and valgrind",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def workdir(_test_root: Path) -> Iterator[Path]:
+    d = _test_root / f"session-{uuid.uuid4().hex[:8]}"
+    d.mkdir(mode=0o755)
+    yield d
+    left = wait_no_processes(d, timeout=30)
+    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+
+
+def count_reads(home: Path, steps: list[session.SessionStep]) -> dict[str, InstructionCount | str]:
+    engine = engine_named("postgres")
+    got: dict[str, InstructionCount | str] = {}
+
+    def counted(step: str, count: InstructionCount | None, error: str | None) -> None:
+        got[step] = count if count is not None else str(error)
+
+    session.count_reads(
+        engine,
+        engine.system_install("system"),
+        CONFIG,
+        home,
+        steps=steps,
+        load=[SUITE.command(s, 1) for s in SUITE.setup_steps()],
+        tables=SUITE.tables(),
+        counted=counted,
+    )
+    assert processes_under(home) == []  # the server, every backend and valgrind around each
+    return got
+
+
+@pytest.fixture(scope="module")
+def counts(workdir: Path) -> dict[str, InstructionCount | str]:
+    return count_reads(workdir / "s", [session.SessionStep(st, SUITE.instruction_plan(st, 1)) for st in READS])
+
+
+def test_a_session_counts_each_read_repeatably(counts: dict[str, InstructionCount | str]) -> None:
+    for step in READS:
+        c = counts[step]
+        assert isinstance(c, InstructionCount), c
+        assert c.method == instructions.SESSION and c.counted == "server"
+        assert c.per_event == c.foreground_per_event and set(c.by_role) == {instructions.FOREGROUND}
+        assert len(c.pairs) == 2 and c.amount >= session.MIN_EVENTS
+        if c.scheduling == "lockstep":
+            # Neither process preempts the other: every statement waits once, whatever the machine does.
+            assert c.spread < 3e-4, (step, c.spread, [p.per_event for p in c.pairs])
+        assert c.functions and all(Path(p.short.output_dir).is_dir() for p in c.pairs)
+    point, ro = counts[READS[0]], counts[READS[1]]
+    assert isinstance(point, InstructionCount) and isinstance(ro, InstructionCount)
+    assert 10_000 < point.per_event < 200_000  # ten primary-key lookups
+    assert ro.per_event > 3 * point.per_event  # read-only adds ranges, a sum, an order and a distinct
+
+
+def test_a_session_counts_what_a_server_per_run_counts(
+    counts: dict[str, InstructionCount | str], workdir: Path
+) -> None:
+    """The same events counted both ways: the session saves the restarts, not the work."""
+    point = counts[READS[0]]
+    assert isinstance(point, InstructionCount)
+    fresh = count_system_step("postgres", CONFIG, workdir / "r", SUITE, READS[0], 1, point.amount)
+    assert fresh.method == instructions.RESTART and fresh.amount == point.amount
+    assert fresh.scheduling == point.scheduling
+    assert abs(point.per_event / fresh.foreground_per_event - 1) < 0.002  # the default floor
+
+
+def test_a_failed_step_leaves_the_others_counted(workdir: Path) -> None:
+    broken = CountPlan(lambda n: ["sysbench", "run", "--no-such-option", str(n)], short=5, keeps_state=True)
+    got = count_reads(
+        workdir / "s",  # the pristine copy of the first session is reused
+        [session.SessionStep("broken", broken), session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1))],
+    )
+    assert isinstance(got["broken"], str) and "no-such-option" in got["broken"], got["broken"]
+    c = got[READS[0]]
+    assert isinstance(c, InstructionCount) and c.per_event > 0 and c.reused_data
+
+
+def test_two_loads_of_the_tables_count_alike(counts: dict[str, InstructionCount | str], workdir: Path) -> None:
+    """An A-A pair: a second load of the same tables, counted with the base's amounts (so without the probe).
+    Its statistics must be the same (ANALYZE reads every row), and its first runs must find the catalog cached as
+    the probed target's did: both once moved a count by more than the floor."""
+    point = counts[READS[0]]
+    assert isinstance(point, InstructionCount)
+    stats_bound = "points-notcovered-si_range=100"  # its plan's cost follows the column's most common values
+    first = count_reads(workdir / "aa1", [session.SessionStep(stats_bound, SUITE.instruction_plan(stats_bound, 1))])
+    c1 = first[stats_bound]
+    assert isinstance(c1, InstructionCount), c1
+    steps = [
+        session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1, point.amount)),
+        session.SessionStep(stats_bound, SUITE.instruction_plan(stats_bound, 1, c1.amount)),
+    ]
+    second = count_reads(workdir / "aa2", steps)
+    for step, base in ((READS[0], point), (stats_bound, c1)):
+        twin = second[step]
+        assert isinstance(twin, InstructionCount) and twin.amount == base.amount, twin
+        assert abs(twin.per_event / base.per_event - 1) < 0.001, (step, base.per_event, twin.per_event)
