@@ -29,6 +29,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dbsweep.engines import postgres
 from dbsweep.engines.base import Instance
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op
 from dbsweep.suites.sysbench import Sysbench
@@ -207,6 +208,26 @@ def processes_under(path: Path) -> list[psutil.Process]:
         if str(path) in cmd and p.pid != os.getpid():
             found.append(p)
     return found
+
+
+# The marks of a module that counts instructions on Debian's Postgres under valgrind.
+POSTGRES_UNDER_VALGRIND = [
+    pytest.mark.server,
+    pytest.mark.skipif(
+        not shutil.which("valgrind") or not postgres.system_majors(),
+        reason="needs Debian's Postgres and valgrind",
+    ),
+]
+
+
+def own_dir(root: Path, prefix: str) -> Iterator[Path]:
+    """A directory of a module's own under `root`, for a module-scoped fixture; no process may be left running
+    under it at the end."""
+    d = root / f"{prefix}-{uuid.uuid4().hex[:8]}"
+    d.mkdir(mode=0o755)
+    yield d
+    left = wait_no_processes(d, timeout=30)
+    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
 
 
 def wait_no_processes(path: Path, timeout: float = 60) -> list[psutil.Process]:

@@ -356,7 +356,11 @@ class Runner:
                 )
                 report(task, key, data, error)
 
+            failed: set[str] = set()
+
             def done(task: countpool.Task, key: countpool.Key, data: dict[str, Any], error: str | None) -> None:
+                if error:
+                    failed.add(task.label)
                 for step in task.steps[task.keys.index(key)]:
                     self.store.write_instructions(run_id, target_ids[task.label], step, data, error)
                     if error and not log.active:
@@ -367,7 +371,8 @@ class Runner:
                     progress.advance(bar)
 
             countpool.run_all(tasks, slots, count, amounts, done)
-        for label in [] if self.keep_data else todo:
+        # A failed count's message names valgrind's files and the server's log: its target's homes stay.
+        for label in [] if self.keep_data else [t for t in todo if t not in failed]:
             for slot in slots:
                 if slot.index or label not in keep:  # the profile pass starts from slot 0's pristine copy
                     shutil.rmtree(self._pass_home(self.study.target(label), slot.index), True)

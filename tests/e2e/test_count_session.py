@@ -4,41 +4,28 @@ counted, and nothing left running."""
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dbsweep.engines import postgres
 from dbsweep.engines.registry import engine_named
 from dbsweep.measure import instructions, session
 from dbsweep.measure.instructions import CountPlan, InstructionCount
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import count_system_step, processes_under, wait_no_processes
+from ..conftest import POSTGRES_UNDER_VALGRIND, count_system_step, own_dir, processes_under
 
 CONFIG = "shared_buffers=128MB\n"
 SUITE = Sysbench(SysbenchSettings(rows=10000))
 READS = ["point-query_range=100", "read-only_range=10"]
 
-pytestmark = [
-    pytest.mark.server,
-    pytest.mark.skipif(
-        not postgres.system_majors() or not shutil.which("valgrind"),
-        reason="needs Debian's Postgres and valgrind",
-    ),
-]
+pytestmark = POSTGRES_UNDER_VALGRIND
 
 
 @pytest.fixture(scope="module")
 def workdir(_test_root: Path) -> Iterator[Path]:
-    d = _test_root / f"session-{uuid.uuid4().hex[:8]}"
-    d.mkdir(mode=0o755)
-    yield d
-    left = wait_no_processes(d, timeout=30)
-    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+    yield from own_dir(_test_root, "session")
 
 
 def count_reads(home: Path, steps: list[session.SessionStep]) -> dict[str, InstructionCount | str]:

@@ -7,23 +7,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dbsweep.engines import postgres
 from dbsweep.measure import profile
 from dbsweep.measure.instructions import InstructionCount, read_ir
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 from ..conftest import (
+    POSTGRES_UNDER_VALGRIND,
     ROOT,
     alive,
     children_of,
@@ -31,6 +29,7 @@ from ..conftest import (
     count_system_step,
     dbsweep,
     interruptible,
+    own_dir,
     processes_under,
     start_run,
     wait_for,
@@ -42,23 +41,13 @@ CONFIG = "shared_buffers=128MB\n"
 ROWS = 10000
 SUITE = Sysbench(SysbenchSettings(rows=ROWS))
 
-pytestmark = [
-    pytest.mark.server,
-    pytest.mark.skipif(
-        not postgres.system_majors() or not shutil.which("valgrind"),
-        reason="needs Debian's Postgres and valgrind",
-    ),
-]
+pytestmark = POSTGRES_UNDER_VALGRIND
 
 
 @pytest.fixture(scope="module")
 def workdir(_test_root: Path) -> Iterator[Path]:
     """One data directory for the module: loaded once, reused by every measurement."""
-    d = _test_root / f"instr-{uuid.uuid4().hex[:8]}"
-    d.mkdir(mode=0o755)
-    yield d
-    left = wait_no_processes(d, timeout=30)
-    assert not left, f"processes left behind: {[p.info['cmdline'] for p in left]}"
+    yield from own_dir(_test_root, "instr")
 
 
 def measure(workdir: Path, step: str, repeats: int, amount: int | None = None) -> InstructionCount:

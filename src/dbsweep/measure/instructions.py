@@ -418,20 +418,14 @@ class _Pass:
                 base = self.instance.workers()
                 server = self.instance.pid
                 setup_pids = set(_files(out_dir).values())
-                if amount == 0 and self.plan.probe is None:
-                    raise DbsweepError("the plan has no probe, so its amount must be given")
-                command = self.plan.command(amount) if amount else self.plan.probe()  # type: ignore[misc]
-                out = self.client(
-                    command,
-                    loadclient.connection_to(self.instance),
+                command, s = run_client(
+                    self.client,
+                    self.plan,
+                    amount,
+                    self.instance,
                     self.logs / f"run{self.runs}-{amount}.log",
-                    cpus=self.cpus if self.in_lockstep else frozenset(self.cpus),
+                    self.cpus if self.in_lockstep else frozenset(self.cpus),
                 )
-                s = out.result.flat()
-                if s.get("error_count"):
-                    raise StepError(
-                        f"the client's {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}"
-                    )
                 # Backends born during the run write their file as they exit, which valgrind makes slow.
                 _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
                 foreground = {pid for pid in set(_files(out_dir).values()) - setup_pids if pid not in base}
@@ -470,6 +464,21 @@ class _Pass:
             output_dir=str(out_dir),
             wall_s=time.monotonic() - t0,
         )
+
+
+def run_client(
+    client: loadclient.Client, plan: CountPlan, amount: int, instance: Instance, log: Path, cpus: frozenset[int]
+) -> tuple[list[str], dict[str, Any]]:
+    """One client run of `amount` events or rows of the plan (0: its timed probe) against `instance`: its command
+    and its summary; a StepError when the client saw errors (a count of a run that failed is no count)."""
+    if amount == 0 and plan.probe is None:
+        raise DbsweepError("the plan has no probe, so its amount must be given")
+    command = plan.command(amount) if amount else plan.probe()  # type: ignore[misc]
+    out = client(command, loadclient.connection_to(instance), log, cpus=cpus)
+    s = out.result.flat()
+    if s.get("error_count"):
+        raise StepError(f"the client's {' '.join(command[:2])} had {s['error_count']} errors: {s.get('error_samples')}")
+    return command, s
 
 
 def per_thread(instance: Instance) -> bool:
