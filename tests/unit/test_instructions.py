@@ -264,3 +264,15 @@ def test_only_reads_on_a_server_with_a_process_per_connection_share_one() -> Non
     assert not shares(postgres, "load")  # from an empty database
     assert not shares(mariadb, "point-query_range=100")  # one process: its threads' files come at its stop
     assert not shares(sqlite, "point-query_range=100")  # embedded: no server to share
+
+
+def test_only_a_server_is_counted_in_lockstep() -> None:
+    from dbsweep import placement
+
+    cpu = placement.Lockstep({0})
+    assert isinstance(instructions.lockstep_for(engine_named("postgres"), cpu), placement.Lockstep)
+    assert isinstance(instructions.lockstep_for(engine_named("mariadb"), cpu), placement.Lockstep)
+    # Counted inside its client: a thread that never blocks would starve the timer that ends a timed run.
+    for name in ("sqlite", "rocksdb"):
+        got = instructions.lockstep_for(engine_named(name), cpu)
+        assert got == cpu and not isinstance(got, placement.Lockstep)

@@ -574,6 +574,7 @@ def instructions_per_op(
     started here is stopped on return, on error and on Ctrl-C."""
     say = say or (lambda _msg: None)
     t_start = time.monotonic()
+    cpus = lockstep_for(engine, cpus)
     if plan.short is None and plan.probe is None:
         raise DbsweepError(f"the plan of {step} gives neither an amount nor a probe to find one")
     if plan.short is not None and plan.short < 1:
@@ -648,6 +649,14 @@ def instructions_per_op(
         held=held_by(type(instance)),
         scheduling="lockstep" if counting.in_lockstep else "normal",
     )
+
+
+def lockstep_for(engine: Engine, cpus: frozenset[int]) -> frozenset[int]:
+    """`cpus` as a count of this engine runs on them: in lockstep for a server, whose client runs beside it;
+    plain for an engine counted inside its client (SQLite, db_bench), whose threads share the one CPU under
+    valgrind: at a fixed priority the thread that never blocks (a read of an in-process database) would keep
+    the CPU from the timer thread that ends a timed run, and the run would never end."""
+    return cpus if engine.kind == "server" else frozenset(cpus)
 
 
 def events_to_count(step: str, probed: int) -> int:
