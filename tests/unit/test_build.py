@@ -216,3 +216,18 @@ def test_a_recipe_of_another_kind_is_built_cached_and_profiled(tmp_path: Path) -
         f"toy-1.0-bad-{cache.cache_key(toy, tree, bad, compiler_for(bad))[:12]}.log"
     ]
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_cache_key_covers_the_modules_installed_beside_the_engine(tree: SourceTree) -> None:
+    """A build made before a contrib module joined the list lacks it: it must not be taken from the cache."""
+    gcc = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+    v = variants.builtin("o2_nofp")
+    assert "pg_prewarm" in RECIPE.extra_installs()
+
+    class Fewer(type(RECIPE)):  # type: ignore[misc]
+        def extra_installs(self) -> list[str]:
+            return ["pg_stat_statements"]
+
+    fewer = Fewer.__new__(Fewer)
+    fewer.__dict__.update(RECIPE.__dict__)
+    assert cache.cache_key(fewer, tree, v, gcc) != cache.cache_key(RECIPE, tree, v, gcc)

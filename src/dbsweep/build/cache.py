@@ -201,6 +201,8 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
         "native_cpu": compiler.native_cpu,
         "training": recipe.training() if variant.pgo else None,
     }
+    if extras := recipe.extra_installs():  # only when there are any: other engines' keys stay as they were
+        material["extra_installs"] = extras
     blob = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -166,6 +166,11 @@ class Recipe(ABC):
         """The PGO training workload, described (in the key and the record of a PGO build)."""
         return None
 
+    def extra_installs(self) -> list[str]:
+        """Modules installed beside the engine (Postgres's contrib modules): in the key, since an install
+        without one is not the same install."""
+        return []
+
     def objects_in(self, tree: SourceTree) -> int | None:
         """The objects a compile of `tree` makes, counted from its sources, for the progress of its first build
         (later ones take the count of the last build of its major version); None: `objects_estimate`."""

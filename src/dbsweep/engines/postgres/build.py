@@ -72,6 +72,9 @@ class PostgresRecipe(Recipe):
     def training(self) -> dict[str, Any]:
         return self.workload.describe()
 
+    def extra_installs(self) -> list[str]:
+        return list(CONTRIB)
+
     def objects_in(self, tree: SourceTree) -> int | None:
         src = tree.path / "src"
         if not src.is_dir():
