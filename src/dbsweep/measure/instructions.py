@@ -187,7 +187,7 @@ class InstructionCount:
         return fg / self.per_event if fg is not None and self.per_event else None
 
     def median_pair(self) -> Pair:
-        return sorted(self.pairs, key=lambda p: p.per_event)[(len(self.pairs) - 1) // 2]
+        return _median_pair(self.pairs)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -377,7 +377,10 @@ class _Pass:
         self.summary: dict[str, Any] = {}
         # Counted per thread: the server's threads that ran one of these functions served a client.
         self.by_thread = per_thread(instance)
-        self.in_lockstep = isinstance(cpus, placement.Lockstep)
+
+    @property
+    def in_lockstep(self) -> bool:
+        return isinstance(self.cpus, placement.Lockstep)
 
     def _thread_role(self, f: Path) -> str:
         if _file_thread(f) == 1:
@@ -404,10 +407,7 @@ class _Pass:
             # Server and client share one CPU: a backend then finds its socket empty after every reply and waits
             # once per statement. On two CPUs whether it waits depends on timing, which the machine's load
             # changes: it moved a point query's count by 0.5 % between a busy hour and a quiet one.
-            if self.instance.pid is not None:
-                placement.pin_tree(self.instance.pid, self.cpus)
-                if self.in_lockstep:
-                    self.in_lockstep = placement.lockstep_tree(self.instance.pid)
+            self.cpus = hold(self.instance, self.cpus)  # once refused, not asked again
             if not self.plan.from_empty:
                 try:
                     self.instance.prewarm(tables)
@@ -424,7 +424,7 @@ class _Pass:
                     amount,
                     self.instance,
                     self.logs / f"run{self.runs}-{amount}.log",
-                    self.cpus if self.in_lockstep else frozenset(self.cpus),
+                    self.cpus,
                 )
                 # Backends born during the run write their file as they exit, which valgrind makes slow.
                 _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
@@ -464,6 +464,17 @@ class _Pass:
             output_dir=str(out_dir),
             wall_s=time.monotonic() - t0,
         )
+
+
+def hold(instance: Instance, cpus: frozenset[int]) -> frozenset[int]:
+    """Pins a started server's processes to `cpus` and, for a `placement.Lockstep`, gives them its fixed
+    priority. Returns the CPUs its client runs on: the same, or a plain set when the priority was refused."""
+    if instance.pid is None:
+        return cpus
+    placement.pin_tree(instance.pid, cpus)
+    if isinstance(cpus, placement.Lockstep) and not placement.lockstep_tree(instance.pid):
+        return frozenset(cpus)
+    return cpus
 
 
 def run_client(
@@ -615,16 +626,11 @@ def instructions_per_op(
         instance.stop()
     assert amount is not None
     check_pairs(step, pairs, home / "valgrind")
-    per_event = [p.per_event for p in pairs]
-    mid = statistics.median(per_event)
-    count = InstructionCount(
+    return from_pairs(
+        pairs,
         step=step,
         command=plan.command(amount),
         statements_per_event=int(counting.summary.get("statements_per_event") or 1),
-        per_event=mid,
-        per_query=statistics.median(p.per_query for p in pairs),
-        spread=(max(per_event) - min(per_event)) / mid if mid else 0.0,
-        pairs=pairs,
         tool=tool,
         valgrind_version=version,
         valgrind_command=valgrind_wrapper(tool, home / "valgrind" / "run%N", threads=threads),
@@ -636,19 +642,34 @@ def instructions_per_op(
         counted="server" if engine.kind == "server" else "client",
         unit=plan.unit,
         amount=amount,
+        held=held_by(type(instance)),
+        scheduling="lockstep" if counting.in_lockstep else "normal",
     )
-    mid_pair = count.median_pair()
+
+
+def from_pairs(pairs: list[Pair], **fields: Any) -> InstructionCount:
+    """A count from its pairs: the medians and spreads of every process's and the foreground's figures, and the
+    split by role and the functions of the median pair; `fields` say what was counted, how and by what."""
+    per_event = [p.per_event for p in pairs]
+    mid = statistics.median(per_event)
     fg = [p.per_event_by_role().get(FOREGROUND, 0.0) for p in pairs]
     fg_mid = statistics.median(fg)
-    return dataclasses.replace(
-        count,
+    mid_pair = _median_pair(pairs)
+    return InstructionCount(
+        per_event=mid,
+        per_query=statistics.median(p.per_query for p in pairs),
+        spread=(max(per_event) - min(per_event)) / mid if mid else 0.0,
+        pairs=pairs,
         by_role=mid_pair.per_event_by_role(),
         functions=function_rows(mid_pair),
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
-        held=held_by(type(instance)),
-        scheduling="lockstep" if counting.in_lockstep else "normal",
+        **fields,
     )
+
+
+def _median_pair(pairs: list[Pair]) -> Pair:
+    return sorted(pairs, key=lambda p: p.per_event)[(len(pairs) - 1) // 2]
 
 
 def lockstep_for(engine: Engine, cpus: frozenset[int]) -> frozenset[int]:

@@ -23,9 +23,7 @@ amounts (about 5e-5 of a point query), the same for every target.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,8 +69,11 @@ class _Session:
         self.out = home / "valgrind" / "session"
         self.logs = home / "instructions-logs"
         self.runs = 0
-        self.in_lockstep = isinstance(cpus, placement.Lockstep)
         self.summary: dict[str, object] = {}
+
+    @property
+    def in_lockstep(self) -> bool:
+        return isinstance(self.cpus, placement.Lockstep)
 
     def alive(self) -> bool:
         pid = self.instance.pid
@@ -83,10 +84,7 @@ class _Session:
         ins.restore_pristine(self.instance, self.home)
         self.instance.wrapper = ins.valgrind_wrapper(self.tool, self.out)
         self.instance.start()
-        if self.instance.pid is not None:
-            placement.pin_tree(self.instance.pid, self.cpus)
-            if self.in_lockstep:
-                self.in_lockstep = placement.lockstep_tree(self.instance.pid)
+        self.cpus = ins.hold(self.instance, self.cpus)
         base = self.instance.workers()
         try:
             self.instance.prewarm(tables)
@@ -116,7 +114,7 @@ class _Session:
             amount,
             self.instance,
             self.logs / f"session-run{self.runs}-{amount}.log",
-            self.cpus if self.in_lockstep else frozenset(self.cpus),
+            self.cpus,
         )
         ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
         new = set(ins._files(self.out)) - before
@@ -183,25 +181,31 @@ def count_reads(
             item = left.pop(0)
             t_step = time.monotonic()
             try:
-                count = _count_step(session, item, repeats, say, amount_of)
+                amount, pairs = _pairs(session, item, repeats, say, amount_of)
             except StepError as e:
                 counted(item.step, None, str(e))
                 if not session.alive():
                     raise
                 continue
-            wall = time.monotonic() - t_step + setup_s / len(steps)  # the server's start shared out
-            counted(
-                item.step,
-                dataclasses.replace(
-                    count,
-                    valgrind_version=version,
-                    server_version=install.version,
-                    wall_s=wall,
-                    reused_data=reused,
-                    held=ins.held_by(type(instance)),
-                ),
-                None,
+            count = ins.from_pairs(
+                pairs,
+                step=item.step,
+                command=item.plan.command(amount),
+                statements_per_event=int(str(session.summary.get("statements_per_event") or 1)),
+                tool=tool,
+                valgrind_version=version,
+                valgrind_command=ins.valgrind_wrapper(tool, session.out),
+                server_version=install.version,
+                output_dir=str(home / "valgrind"),
+                wall_s=time.monotonic() - t_step + setup_s / len(steps),  # the server's start shared out
+                reused_data=reused,
+                unit=item.plan.unit,
+                amount=amount,
+                held=ins.held_by(type(instance)),
+                method=ins.SESSION,
+                scheduling="lockstep" if session.in_lockstep else "normal",
             )
+            counted(item.step, count, None)
     except StepError as e:
         for item in left:
             counted(item.step, None, f"the session's server stopped before this step: {e}")
@@ -226,14 +230,14 @@ def events_to_count(step: str, probed: int) -> int:
     return max(probed // SHARE_OF_PROBE, MIN_EVENTS)
 
 
-def _count_step(
+def _pairs(
     session: _Session,
     item: SessionStep,
     repeats: int,
     say: Callable[[str], None],
     amount_of: Callable[[str], int | None],
-) -> ins.InstructionCount:
-    """One step's count (the session's own fields are filled in by the caller)."""
+) -> tuple[int, list[ins.Pair]]:
+    """One step's amount and pairs of runs."""
     step, plan = item.step, item.plan
     amount = plan.short if plan.short is not None else amount_of(step)
     if amount is None:
@@ -256,30 +260,4 @@ def _count_step(
             )
         pairs.append(ins.Pair(short, long))
     ins.check_pairs(step, pairs, session.home / "valgrind")
-    per_event = [p.per_event for p in pairs]
-    mid = statistics.median(per_event)
-    spread = (max(per_event) - min(per_event)) / mid if mid else 0.0
-    count = ins.InstructionCount(
-        step=step,
-        command=plan.command(amount),
-        statements_per_event=int(str(session.summary.get("statements_per_event") or 1)),
-        per_event=mid,
-        per_query=statistics.median(p.per_query for p in pairs),
-        spread=spread,
-        pairs=pairs,
-        tool=session.tool,
-        valgrind_version="",
-        valgrind_command=ins.valgrind_wrapper(session.tool, session.out),
-        server_version="",
-        output_dir=str(session.home / "valgrind"),
-        wall_s=0.0,
-        reused_data=False,
-        unit=plan.unit,
-        amount=amount,
-        foreground_per_event=mid,  # a backend's file is all of a read's work
-        foreground_spread=spread,
-        method=ins.SESSION,
-        scheduling="lockstep" if session.in_lockstep else "normal",
-    )
-    mid_pair = count.median_pair()
-    return dataclasses.replace(count, by_role=mid_pair.per_event_by_role(), functions=ins.function_rows(mid_pair))
+    return amount, pairs

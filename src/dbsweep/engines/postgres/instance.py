@@ -368,7 +368,7 @@ bgwriter_lru_maxpages = 0
                 # ANALYZE samples 300 rows per unit of the statistics target, at random: two loads of one table
                 # got other most-common values, and the planner's work per query (and even its plan) moved by up
                 # to 12 % between two targets of one build. A target that covers every row makes it the same.
-                rows = max((_rows(c, t) for t in _tables(c)), default=0)
+                rows = max((_rows(c, t) for t in self.tables() or ()), default=0)
                 target = min(max(math.ceil(rows / 300), 100), 10000)
                 c.execute(sql.SQL("SET default_statistics_target = {}").format(sql.Literal(target)))
                 c.execute("VACUUM (FREEZE, ANALYZE)")
@@ -591,14 +591,6 @@ def _one_line(e: psycopg.Error) -> str:
     """A driver error as the server said it, in one line."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
-
-
-def _tables(c: psycopg.Connection[Any]) -> list[str]:
-    """The ordinary tables of the benchmark's schema."""
-    rows = c.execute(
-        "SELECT relname FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
-    ).fetchall()
-    return [str(r[0]) for r in rows]
 
 
 def _rows(c: psycopg.Connection[Any], table: str) -> int:
