@@ -21,7 +21,9 @@ from dbsweep.study import Study, load_study
 from dbsweep.workspace import writing
 
 if TYPE_CHECKING:
-    pass
+    from dbsweep.results.counts import Count
+    from dbsweep.study import Target
+    from dbsweep.verdicts.calibrate import StepNoise
 
 app = typer.Typer(
     name="dbsweep",
@@ -229,9 +231,26 @@ def calibrate(
         str | None, typer.Option("--placement", help="Override measure.placement: none, same or split.")
     ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start a new calibration run.")] = False,
+    same_build: Annotated[
+        bool,
+        typer.Option(
+            "--same-build",
+            help="Run copy (B) on (A)'s build. By default a target built from source gets (B) from a second "
+            "build of the same source in another directory, so the A-A spread includes what separates two builds.",
+        ),
+    ] = False,
+    counts_only: Annotated[
+        bool,
+        typer.Option(
+            "--counts-only",
+            help="Take only the two copies' instruction counts (a busy machine does not disturb them); the timed "
+            "cells wait for a calibration without it.",
+        ),
+    ] = False,
 ) -> None:
     """Run one target against itself (two copies, interleaved) and report this machine's noise per step:
-    CV of QPS and cpu/o, the A-A verdicts and their false-positive rate, and the smallest detectable effect."""
+    CV of QPS and cpu/o, the A-A verdicts and their false-positive rate, the smallest detectable effect, and
+    with instruction counts the A-A difference of instructions per event (its floor is used by every report)."""
     from dbsweep.placement import PLACEMENTS
     from dbsweep.runner import Runner, open_run
     from dbsweep.verdicts import calibrate as cal
@@ -246,22 +265,35 @@ def calibrate(
     step_list: list[str] | None = None
     if steps:
         step_list = [_step_named(s, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
-    c = cal.copies(s, chosen, step_list, repeats, placement)
-    err.print(_preflight(c), soft_wrap=True)
+    if counts_only and not s.measure.instructions:
+        raise DbsweepError(f"{study}: --counts-only: the study counts no instructions (measure.instructions).")
+    c = cal.copies(s, chosen, step_list, repeats, placement, separate_build=not same_build)
+    err.print(_preflight(c, counts_only=counts_only), soft_wrap=True)
     with writing(c.workspace_dir):
         store = _open_store(c, must_exist=False)
         try:
             run_id = open_run(c, store, fresh)
             try:
                 with procs.cleanup_on_exit():
-                    outcome = Runner(c, store, err).run(run_id)
+                    outcome = Runner(c, store, err, counts_only=counts_only).run(run_id)
             except KeyboardInterrupt:
                 err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
                 raise typer.Exit(130) from None
-            console.print(f"Calibration run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+            if not counts_only:
+                console.print(f"Calibration run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
             noise = cal.analyse(c, store, run_id)
+            counted = store.counts(run_id)
         finally:
             store.close()
+    if noise:
+        _print_noise(c, chosen, noise)
+    _print_count_aa(c, counted)
+
+
+def _print_noise(c: Study, chosen: Target, noise: list[StepNoise]) -> None:
+    """The calibration's timed cells: the CV of QPS and cpu/o per step, the A-A verdicts, what they can detect."""
+    from dbsweep.verdicts import calibrate as cal
+
     table = Table(
         title=f"A-A calibration of {chosen.label} ({c.repeats} rounds, placement {c.measure.placement}, "
         f"minimum effect {c.measure.min_effect:.1%})",
@@ -299,6 +331,27 @@ def calibrate(
                 f"same or unsure. MDE = smallest change the verdict detects with {c.repeats} rounds (80 % power).",
             )
         )
+
+
+def _print_count_aa(c: Study, counted: dict[tuple[str, str], Count]) -> None:
+    """The calibration's A-A difference of instructions per event per step, and the floor it sets."""
+    from dbsweep.verdicts import instructions
+
+    a, b = (t.label for t in c.targets)
+    differences = instructions.aa_differences(counted, a, b)
+    if not differences:
+        return
+    builds = "two builds of one source" if c.targets[1].build_copy != c.targets[0].build_copy else "one build"
+    table = Table(title=f"Instructions per event, A against B ({builds})", title_justify="left")
+    for col in ("step", "figure", "A", "B", "A-A", "floor"):
+        table.add_column(col, justify="left" if col in ("step", "figure") else "right")
+    for d in differences:
+        table.add_row(d.step, d.basis, f"{d.a:,.0f}", f"{d.b:,.0f}", f"{d.difference:.3%}", f"{d.floor:.2%}")
+    console.print(table)
+    console.print(
+        f"The study's reports judge instructions on these steps with a floor of {instructions.CALIBRATED_FACTOR:g} "
+        "times this A-A difference where that is above the default floor (the `floor` column)."
+    )
 
 
 @app.command()

@@ -20,7 +20,7 @@ from dbsweep.measure import instructions
 from dbsweep.progress import BuildLog
 from dbsweep.say import styled
 from dbsweep.sources import Naming
-from dbsweep.sources.resolve import resolve
+from dbsweep.sources.resolve import copy_of, resolve
 from dbsweep.study import Study, Target, source_kind
 
 
@@ -76,17 +76,21 @@ def build_from_source(
     workspace: Path,
     progress: Progress,
     label: str,
+    copy: int = 0,
 ) -> cache.Build:
-    """The cached build of an engine's source at a variant, made now (with a progress bar) when missing."""
+    """The cached build of an engine's source at a variant, made now (with a progress bar) when missing; `copy`
+    N > 0 is its Nth separate build, from a copy of the tree of its own."""
     recipe = recipe_of(engine)
 
     def tell(message: str) -> None:
         progress.console.print(styled(f"{label}: {message}", "dim"))
 
     tree = resolve(source, workspace / "sources", log=tell, naming=naming_of(engine))
-    cached = cache.find(recipe, tree, variant, workspace / "builds")
+    cached = cache.find(recipe, tree, variant, workspace / "builds", copy)
     if cached is not None:
         return cached
+    if copy:
+        tree = copy_of(tree, workspace / "sources", copy)
     task = progress.add_task(f"build {label}", total=100, unit="%")
     # The same figures on the bar and, when the console is a log, in a line every 30 s.
     figures = BuildLog(progress.console, f"{label} ({engine} {tree.version}, variant {variant.name})")
@@ -97,7 +101,7 @@ def build_from_source(
 
     try:
         with figures.ticking():
-            return cache.build(recipe, tree, variant, workspace / "builds", log=tell, status=advance)
+            return cache.build(recipe, tree, variant, workspace / "builds", log=tell, status=advance, copy=copy)
     finally:
         progress.remove_task(task)
 
@@ -107,5 +111,7 @@ def get_install(study: Study, target: Target, progress: Progress) -> Install:
     if source_kind(target.source) == "system":
         return engine_named(study.engine).system_install(target.source)
     variant = variants.resolve(target.variant, custom_variants(study))
-    b = build_from_source(study.engine, target.source, variant, study.workspace_dir, progress, target.label)
+    b = build_from_source(
+        study.engine, target.source, variant, study.workspace_dir, progress, target.label, target.build_copy
+    )
     return b.install

@@ -194,7 +194,8 @@ class _Look:
         self.warnings: list[Found] = []
         self._pool_notes: dict[str, str] = {}  # source -> why the run will look for it in Debian's pool
         self.known: list[_Known] = []
-        self.needed: dict[tuple[str, str], recipes.Variant] = {}  # (source, variant) -> the build to make
+        # (source, variant, build copy) -> the build to make
+        self.needed: dict[tuple[str, str, int], recipes.Variant] = {}
         ws = study.workspace_dir
         self.sources_root = ws / "sources"
         self.builds_root = ws / "builds"
@@ -220,7 +221,7 @@ class _Look:
                     k.variant = recipes.resolve(t.variant, custom)
                 except DbsweepError:
                     continue  # load_study reported it
-                k.install = self._built(i, t.source, kind, k.variant)
+                k.install = self._built(i, t.source, kind, k.variant, t.build_copy)
             if k.install is not None:
                 got = self._known_settings(k.install)
                 if isinstance(got, str):
@@ -263,7 +264,7 @@ class _Look:
             return {}
         return installs.uncountable(self.study, instructions.host_cpu_flags())
 
-    def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant) -> Install | None:
+    def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant, copy: int = 0) -> Install | None:
         """The cached build's install, or None (noting the build as needed)."""
         if shutil.which(variant.compiler) is None:
             self.problems.append(
@@ -281,11 +282,11 @@ class _Look:
         found = None
         if tree is not None and tree.identity in self._identities and shutil.which(variant.compiler):
             try:
-                found = cache.find(self.recipe, tree, variant, self.builds_root)
+                found = cache.find(self.recipe, tree, variant, self.builds_root, copy)
             except DbsweepError:
                 found = None
         if found is None:
-            self.needed.setdefault((spec, variant.name), variant)
+            self.needed.setdefault((spec, variant.name, copy), variant)
             return None
         return found.install
 
@@ -482,7 +483,11 @@ def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = Fal
     counted = [i for i, t in enumerate(study.targets) if t.label not in look.uncountable]
     needed = look.needed
     if counts_only:
-        wanted = {(study.targets[i].source, v.name) for i in counted if (v := look.known[i].variant) is not None}
+        wanted = {
+            (study.targets[i].source, v.name, study.targets[i].build_copy)
+            for i in counted
+            if (v := look.known[i].variant) is not None
+        }
         needed = {k: v for k, v in needed.items() if k in wanted}
     parts = {
         "builds": sum(_build_seconds(v, look.engine.costs) for v in needed.values()),

@@ -40,6 +40,9 @@ class Target(_Strict):
     source: str = "system"
     variant: str = "def"
     config: str
+    # 0: the build every target of this source and variant shares; N > 0: a separate Nth build of the same source
+    # and variant, from a copy of the tree of its own (an A-A pair of builds; `dbsweep calibrate` makes one).
+    build_copy: Annotated[int, Field(ge=0, le=9)] = 0
 
     @property
     def label(self) -> str:
@@ -313,6 +316,14 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
                     f"source {t.source!r} is the prebuilt {engine_registry.engine_named(study.engine).title} from "
                     "Debian's packages, so its only variant is 'def'; build from source (e.g. source = '15.18') "
                     "for other variants",
+                )
+            )
+        if kind == "system" and t.build_copy:
+            problems.append(
+                (
+                    f"targets[{i}].build_copy",
+                    f"source {t.source!r} is a prebuilt install, which cannot be built again; build_copy needs a "
+                    "source that is built (e.g. source = '15.18')",
                 )
             )
     names = [v.name for v in study.variants]

@@ -21,6 +21,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.errors import StepError
 from dbsweep.measure import instructions
 from dbsweep.sources import debian
+from dbsweep.sources.resolve import copy_of
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
 from ..conftest import dbsweep
@@ -91,6 +92,27 @@ def test_the_build_is_the_library_it_says(built: cache.Build) -> None:
     assert "-O2" in built.cflags and "-DSQLITE_THREADSAFE=1" in built.cflags and "sqlite3.c" in built.configure
     system = engine_named("sqlite").system_install("system")
     assert system.short_version == VERSION and "SECURE_DELETE" in system.provenance["compile_options"]
+
+
+def test_a_second_build_of_one_source_is_its_own(built: cache.Build) -> None:
+    """`build_copy`: the same source and variant built again, from a copy of the tree, into an entry of its own
+    (what a calibration's copy B runs on); the provenance says which copy it is."""
+    engine = engine_named("sqlite")
+    tree = debian.resolve_debian(VERSION, VERSION, CACHE / "sources", naming=engine.naming)
+    twin = cache.build(
+        engine.recipe(), copy_of(tree, CACHE / "sources", 1), variants.builtin("def"), CACHE / "builds", copy=1
+    )
+    assert twin.key != built.key and twin.dir != built.dir and ".copy1-" in twin.name
+    assert twin.provenance()["copy"] == 1 and built.provenance()["copy"] == 0
+    assert twin.metadata["source"]["identity"] == built.metadata["source"]["identity"]
+    assert twin.metadata["source"]["path"] != built.metadata["source"]["path"]
+    assert (twin.cflags, twin.configure.replace(str(twin.dir), "")) == (
+        built.cflags,
+        built.configure.replace(str(built.dir), ""),
+    )
+    assert twin.install.short_version == built.install.short_version == VERSION
+    lib = Path(twin.install.provenance["library"])
+    assert lib.is_file() and lib.read_bytes() != Path(built.install.provenance["library"]).read_bytes()
 
 
 def test_two_libraries_one_client_through_the_cli(built: cache.Build, tmp: Path) -> None:

@@ -71,8 +71,12 @@ def test_cache_key_covers_what_changes_the_binary(tree: SourceTree) -> None:
         cache.cache_key(RECIPE, tree, Variant("x", cflags=base.cflags, configure=("--with-icu",)), gcc),
         cache.cache_key(RECIPE, tree, variants.builtin("pgo"), gcc),
         cache.cache_key(PostgresRecipe(Training(seconds=5)), tree, variants.builtin("pgo"), gcc),
+        cache.cache_key(RECIPE, tree, base, gcc, copy=1),  # a separate build of the same source
+        cache.cache_key(RECIPE, tree, base, gcc, copy=2),
     ]
     assert len({key, *changed}) == len(changed) + 1
+    assert cache.cache_key(RECIPE, tree, base, gcc, copy=0) == key  # the shared build keeps its key
+    assert cache.entry_name(RECIPE, tree, base, key, 1).startswith(f"postgres-{tree.version}-o2_nofp.copy1-")
 
 
 def test_study_variant_tables() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from dbsweep.report import fmt
 from dbsweep.verdicts import stats
-from dbsweep.verdicts.instructions import calibrated_aa, judge, run_verdicts
+from dbsweep.verdicts.instructions import aa_differences, calibrated_aa, judge, run_verdicts
 
 
 def count(total: float, fg: float, spread: float = 0.0, fg_spread: float = 0.0) -> dict[str, object]:
@@ -77,3 +77,12 @@ def test_run_verdicts_and_the_calibration_s_a_a() -> None:
     assert v[("t", "load")].verdict is None  # the base has no count of the load
     aa = calibrated_aa({("A", "point"): count(100_000, 99_950), ("B", "point"): count(100_030, 99_960)}, "A", "B")
     assert aa == {"point": pytest.approx(10 / 99_950)}  # on the foreground: both backgrounds are quiet
+
+
+def test_a_calibration_s_a_a_difference_and_the_floor_it_sets() -> None:
+    counts = {("A", "point"): count(100_000, 99_950), ("B", "point"): count(100_300, 100_250)}
+    (d,) = aa_differences(counts, "A", "B")
+    assert (d.step, d.basis, d.a, d.b) == ("point", "foreground", 99_950, 100_250)
+    assert d.difference == pytest.approx(300 / 99_950) and d.floor == pytest.approx(2 * 300 / 99_950)
+    small = aa_differences({("A", "p"): count(100_000, 99_950), ("B", "p"): count(100_010, 99_960)}, "A", "B")
+    assert small[0].floor == stats.INSTRUCTION_FLOOR  # never under the default

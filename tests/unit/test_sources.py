@@ -46,6 +46,21 @@ def test_tarball_from_a_file(tmp_path: Path, compression: str) -> None:
     assert not list((root / ".tmp").iterdir())  # nothing staged is left behind
 
 
+def test_a_copy_of_a_tree_for_a_separate_build(tmp_path: Path) -> None:
+    """The Nth separate build of a source gets the same tree in a directory of its own, made once."""
+    archive = make_tarball(tmp_path, "gz")
+    root = tmp_path / "sources"
+    tree = resolve(f"tarball:{archive}", root)
+    copy = sources_resolve.copy_of(tree, root, 1)
+    assert copy.path != tree.path and copy.path.is_relative_to(root / "copies")
+    assert (copy.spec, copy.identity, copy.version) == (tree.spec, tree.identity, tree.version)
+    assert (copy.path / "configure").read_bytes() == (tree.path / "configure").read_bytes()
+    assert os.access(copy.path / "configure", os.X_OK)
+    (copy.path / "configure").chmod(0o700)  # a second call answers from the entry, copying nothing
+    assert sources_resolve.copy_of(tree, root, 1) == copy
+    assert sources_resolve.copy_of(tree, root, 2).path not in (tree.path, copy.path)
+
+
 def test_a_tarball_that_bundles_the_tree_one_level_down(tmp_path: Path) -> None:
     # A language binding's package of the engine's sources: binding-1.0/ holds its own files and the tree.
     top = tmp_path / "binding-1.0"

@@ -144,6 +144,7 @@ class Build:
             "configure_command": self.configure_cmdline,
             "ccache": self.ccache,
             "training": self.training,
+            "copy": m.get("copy", 0),  # N > 0: the Nth separate build of the same source and variant
         }
 
     @property
@@ -187,8 +188,10 @@ class Build:
 # ---- the cache -------------------------------------------------------------------------------
 
 
-def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Compiler) -> str:
-    material = {
+def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Compiler, copy: int = 0) -> str:
+    """The build's content key; `copy` N > 0 is the Nth separate build of the same source and variant (an A-A
+    pair of builds), made from its own copy of the tree."""
+    material: dict[str, Any] = {
         "schema": KEY_SCHEMA,
         "engine": recipe.engine,
         "source": tree.identity,
@@ -203,17 +206,19 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
     }
     if extras := recipe.extra_installs():  # only when there are any: other engines' keys stay as they were
         material["extra_installs"] = extras
+    if copy:
+        material["copy"] = copy
     blob = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def entry_name(recipe: Recipe, tree: SourceTree, variant: Variant, key: str) -> str:
-    return f"{recipe.engine}-{tree.version}-{variant.name}-{key[:12]}"
+def entry_name(recipe: Recipe, tree: SourceTree, variant: Variant, key: str, copy: int = 0) -> str:
+    return f"{recipe.engine}-{tree.version}-{variant.name}{f'.copy{copy}' if copy else ''}-{key[:12]}"
 
 
-def find(recipe: Recipe, tree: SourceTree, variant: Variant, root: Path) -> Build | None:
-    """The cached build of `tree` at `variant` in `root`, if there is one."""
-    return find_key(recipe, Path(root).absolute(), cache_key(recipe, tree, variant, compiler_for(variant)))
+def find(recipe: Recipe, tree: SourceTree, variant: Variant, root: Path, copy: int = 0) -> Build | None:
+    """The cached build of `tree` at `variant` in `root` (its `copy`th separate build), if there is one."""
+    return find_key(recipe, Path(root).absolute(), cache_key(recipe, tree, variant, compiler_for(variant), copy))
 
 
 def find_key(recipe: Recipe, root: Path, key: str) -> Build | None:
@@ -247,9 +252,12 @@ def build(
     log: LogFn | None = None,
     progress: ProgressFn | None = None,
     status: StatusFn | None = None,
+    copy: int = 0,
 ) -> Build:
     """The build of `tree` at `variant`: from the cache in `root`, or made now by `recipe` (and cached).
-    `progress` hears the fraction done and the stage, `status` the same with the objects compiled."""
+    `progress` hears the fraction done and the stage, `status` the same with the objects compiled. `copy` N > 0
+    is a separate build of the same source and variant (`cache_key`); `tree` should then be a copy of its own
+    (`sources.resolve.copy_of`), so the two builds differ in everything but the code."""
     root = Path(root).absolute()
     if not NAME_RE.match(variant.name):
         raise DbsweepError(f"variant name {variant.name!r} cannot name a build directory")
@@ -259,14 +267,14 @@ def build(
         raise DbsweepError(f"variant {variant.name!r}: {recipe.engine} has no profile-guided build")
     recipe.check_tree(tree)
     compiler = compiler_for(variant)
-    key = cache_key(recipe, tree, variant, compiler)
+    key = cache_key(recipe, tree, variant, compiler, copy)
     cached = find_key(recipe, root, key)
     if cached is None:
         root.mkdir(parents=True, exist_ok=True)
         with _locked(root, log):
             cached = find_key(recipe, root, key)  # another dbsweep may have built it while we waited
             if cached is None:
-                return _Builder(recipe, tree, variant, root, compiler, key, log, progress, status).run()
+                return _Builder(recipe, tree, variant, root, compiler, key, log, progress, status, copy).run()
     if log is not None:
         log(f"{cached.name}: cached")
     if progress is not None:
@@ -321,12 +329,14 @@ class _Builder:
         log: LogFn | None,
         progress: ProgressFn | None,
         status: StatusFn | None,
+        copy: int = 0,
     ) -> None:
         self.recipe, self.tree, self.variant, self.root, self.compiler = recipe, tree, variant, root, compiler
+        self.copy = copy
         self.key, self.log_fn = key, log
         self.progress_fn, self.status_fn = progress, status
         self.span = _Span(self._report, 0.0, 1.0)
-        self.name = entry_name(recipe, tree, variant, key)
+        self.name = entry_name(recipe, tree, variant, key, copy)
         self.final = root / self.name
         self.tmp = root / f".tmp-{key}"
         self.build_dir = self.tmp / "build"
@@ -559,6 +569,7 @@ class _Builder:
             "install_bytes": _tree_bytes(install),
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "training": self.recipe.training() if self.variant.pgo else None,
+            **({"copy": self.copy} if self.copy else {}),
             **self.extra,
         }
         meta_path = self.tmp / META_FILE

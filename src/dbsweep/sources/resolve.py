@@ -11,6 +11,7 @@ Under the sources root:
     git/repos/<name>-<key>.git    mirror clones;  git/trees/<commit>/  tree/, source.json
     tarball/<sha256>/             tree/, source.json;  tarball/by-url/  URL -> sha256
     crate/<name>@<version>        the sha256 of the crate, whose tree is the tarball entry of those bytes
+    copies/<identity>-<n>/        tree/, source.json: the tree a separate build N of a source is made from
     .tmp/                         staging, renamed into place when complete
 `dir:` trees are used where they are; nothing is stored for them.
 """
@@ -18,11 +19,13 @@ Under the sources root:
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from dbsweep.errors import DbsweepError
-from dbsweep.sources import Naming, SourceTree, quiet
+from dbsweep.sources import Naming, SourceTree, load_meta, locked, publish, quiet, staging, write_meta
 from dbsweep.sources.crate import resolve_crate
 from dbsweep.sources.debian import resolve_debian
 from dbsweep.sources.git import resolve_git
@@ -63,3 +66,23 @@ def resolve(
     if kind == "crate":
         return resolve_crate(spec, rest, root, say, naming=naming)
     raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
+
+
+def copy_of(tree: SourceTree, root: Path, n: int) -> SourceTree:
+    """The same tree in a directory of its own (`root`/copies/), for the `n`th separate build of a source: a
+    build records paths (the debugger's, `__FILE__` in messages), so two builds of one source differ in
+    everything but the code only when each has its own."""
+    name = re.sub(r"[^A-Za-z0-9]", "_", tree.identity)[:60]
+    entry = root / "copies" / f"{name}-{n}"
+    with locked(root / "copies" / ".lock"):
+        if (known := load_meta(entry, tree.spec)) is not None:
+            return known
+        with staging(root) as staged:
+            dest = staged / "tree"
+            shutil.copytree(tree.path, dest, symlinks=True)
+            write_meta(staged, replace(tree, path=dest))
+            publish(staged, entry)
+    copied = load_meta(entry, tree.spec)
+    if copied is None:
+        raise DbsweepError(f"could not copy the source tree {tree.path} to {entry}")
+    return copied

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 
 from dbsweep.results.store import Store
-from dbsweep.study import Study, Target
+from dbsweep.study import Study, Target, source_kind
 from dbsweep.verdicts import by_repetition, judge, stats
 
 
@@ -27,11 +27,22 @@ def copy_labels(target: Target) -> tuple[str, str]:
     return f"{target.label} (A)", f"{target.label} (B)"
 
 
-def copies(study: Study, target: Target, steps: list[str] | None, repeats: int, placement: str | None) -> Study:
-    """The calibration study: `target` twice, (A) as the base and (B), under the study's suite."""
+def copies(
+    study: Study,
+    target: Target,
+    steps: list[str] | None,
+    repeats: int,
+    placement: str | None,
+    separate_build: bool = True,
+) -> Study:
+    """The calibration study: `target` twice, (A) as the base and (B), under the study's suite. With
+    `separate_build`, a target built from source gets (B) from a second build of its own (`Target.build_copy`):
+    every comparison of two builds sees what differs between two builds of one source, so the A-A pair must."""
     name_a, name_b = copy_labels(target)
     a = target.model_copy(update={"name": name_a})
     b = target.model_copy(update={"name": name_b})
+    if separate_build and separately_built(target):
+        b = b.model_copy(update={"build_copy": target.build_copy + 1})
     suite = study.suite.model_copy(update={"steps": steps}) if steps else study.suite
     measure = study.measure.model_copy(update={"placement": placement}) if placement else study.measure
     return study.model_copy(
@@ -44,6 +55,11 @@ def copies(study: Study, target: Target, steps: list[str] | None, repeats: int, 
             "measure": measure,
         }
     )
+
+
+def separately_built(target: Target) -> bool:
+    """Whether a calibration of `target` can build its copy (B) again: only a build from source can."""
+    return source_kind(target.source) not in (None, "system")
 
 
 @dataclass(frozen=True)

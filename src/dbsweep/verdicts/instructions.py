@@ -152,10 +152,29 @@ def run_verdicts(
     return out
 
 
-def calibrated_aa(counts: Mapping[tuple[str, str], Counted], a: str, b: str) -> dict[str, float]:
-    """step -> |B/A - 1| of a calibration's two identical targets: the A-A difference of independent loads."""
+@dataclass(frozen=True)
+class AADifference:
+    """A calibration's two identical targets on one step: their instructions per event on the step's figure."""
+
+    step: str
+    basis: Basis
+    a: float
+    b: float
+
+    @property
+    def difference(self) -> float:
+        return abs(self.b / self.a - 1)
+
+    @property
+    def floor(self) -> float:
+        """The floor this difference sets for the step's verdicts (`floor_for`)."""
+        return max(stats.INSTRUCTION_FLOOR, CALIBRATED_FACTOR * self.difference)
+
+
+def aa_differences(counts: Mapping[tuple[str, str], Counted], a: str, b: str) -> list[AADifference]:
+    """Per step counted on both, a calibration's A-A difference: two builds of one source (or one build twice)."""
     typed = _typed(counts)
-    out: dict[str, float] = {}
+    out: list[AADifference] = []
     for (target, step), count in typed.items():
         other = typed.get((b, step))
         if target != a or other is None or not count.ok or not other.ok:
@@ -163,8 +182,14 @@ def calibrated_aa(counts: Mapping[tuple[str, str], Counted], a: str, b: str) -> 
         basis = step_basis((count, other))
         pa, pb = count.figure(basis), other.figure(basis)
         if pa and pb:
-            out[step] = abs(pb / pa - 1)
+            out.append(AADifference(step, basis, pa, pb))
     return out
+
+
+def calibrated_aa(counts: Mapping[tuple[str, str], Counted], a: str, b: str) -> dict[str, float]:
+    """step -> |B/A - 1| of a calibration's two identical targets: the A-A difference of independent loads (and,
+    by default, of two builds)."""
+    return {d.step: d.difference for d in aa_differences(counts, a, b)}
 
 
 def calibrated_floors(study: Study, store: Store) -> dict[str, float]:
