@@ -15,7 +15,7 @@ from dbsweep.build.compiler import Compiler, compiler_for, output
 from dbsweep.build.recipe import Facts, Phase, Recipe, Step, TrainingRun
 from dbsweep.build.variants import Variant
 from dbsweep.engines.base import Install
-from dbsweep.engines.postgres.build import RECIPE, PostgresRecipe, Training
+from dbsweep.engines.postgres.build import CONTRIB, RECIPE, PostgresRecipe, Training
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.sources import SourceTree
 
@@ -235,3 +235,22 @@ def test_cache_key_covers_the_modules_installed_beside_the_engine(tree: SourceTr
     fewer = Fewer.__new__(Fewer)
     fewer.__dict__.update(RECIPE.__dict__)
     assert cache.cache_key(fewer, tree, v, gcc) != cache.cache_key(RECIPE, tree, v, gcc)
+
+
+def test_only_what_a_benchmark_runs_is_built_and_installed(tree: SourceTree, tmp_path: Path) -> None:
+    """The server and what it loads, initdb, pg_ctl, pg_config and psql, in src/Makefile's order; no ecpg, no
+    dump, backup or upgrade tools, no tests; a configure option that adds a part (a PL, the JIT) adds its make."""
+    phase = Phase(tree, variants.builtin("def"), "gcc", tmp_path, tmp_path / "p", tmp_path / "d", (), (), 2, True)
+    made = [s.argv for s in RECIPE.compile(phase)]
+    assert all(s.compiles for s in RECIPE.compile(phase))
+    assert made[0] == ("make", "-j2", "CC=ccache gcc", "-C", "src/common")
+    dirs = [argv[-1] for argv in made]
+    assert dirs.index("src/backend") < dirs.index("src/bin/initdb") and "src/pl/plpgsql" in dirs
+    assert not [d for d in dirs if d.startswith(("src/interfaces/ecpg", "src/test", "src/bin/pg_dump"))]
+    installs = [s.argv for s in RECIPE.install(phase)]
+    assert [a[-1] for a in installs[: len(dirs)]] == ["install"] * len(dirs)
+    assert [a[a.index("-C") + 1] for a in installs[: len(dirs)]] == dirs
+    assert f"DESTDIR={tmp_path / 'd'}" in installs[0]
+    assert [a[a.index("-C") + 1] for a in installs[len(dirs) :]] == [f"contrib/{m}" for m in CONTRIB]
+    python = Phase(tree, Variant("py", configure=("--with-python",)), "gcc", tmp_path, tmp_path, None, (), (), 2, False)
+    assert [s.argv[-1] for s in RECIPE.compile(python)][-1] == "src/pl/plpython"

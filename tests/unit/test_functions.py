@@ -488,6 +488,7 @@ def test_gcc_clone_suffixes_are_one_function(name: str, merged: str) -> None:
         ("/w/.dbsweep/builds/.tmp-061ac5058cba420469a4/build/src/backend/parser/gram.c", "src/backend/parser/gram.c"),
         ("/w/sources/git/trees/4f0c1e/tree/storage/innobase/row/row0upd.cc", "storage/innobase/row/row0upd.cc"),
         ("/w/sources/tarball/9a7f/tree/sqlite3.c", "sqlite3.c"),
+        ("/w/sources/copies/sha256_9a7f-1/tree/src/backend/tcop/postgres.c", "src/backend/tcop/postgres.c"),
         ("./build/../src/backend/utils/mmgr/aset.c", "src/backend/utils/mmgr/aset.c"),  # Debian's own build
         ("./string/../sysdeps/x86_64/multiarch/strlen-avx2.S", "sysdeps/x86_64/multiarch/strlen-avx2.S"),
         (
@@ -563,3 +564,13 @@ def test_a_change_of_a_negative_per_operation_cost_is_signed_as_the_change() -> 
     assert (
         c.delta_self == 238 and c.rel_self == pytest.approx(238 / 484) and c.rel_inclusive == pytest.approx(238 / 484)
     )
+
+
+def test_rows_name_files_within_the_build_s_own_tree() -> None:
+    """A `dir:` source's tree is wherever its owner keeps it: the count's rows read files relative to it."""
+    tree = "/home/me/postgresql-15.18"
+    file = f"{tree}/src/backend/access/heap/heapam.c"
+    profile = prof(FunctionCost("heap_update", file, 3012, None, 100, None), fc("strlen", 5, 5))
+    rows = {r["function"]: r["file"] for r in fx.to_rows(profile, tree + "/")}
+    assert rows == {"heap_update": "src/backend/access/heap/heapam.c", "strlen": "x.c"}
+    assert {r["file"] for r in fx.to_rows(profile)} == {file, "x.c"}

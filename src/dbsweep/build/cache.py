@@ -128,6 +128,7 @@ class Build:
         return {
             "source": m["source"]["spec"],
             "source_identity": m["source"]["identity"],
+            "source_tree": m["source"].get("path", ""),  # what the functions' files are read relative to
             "version": facts.version,
             "bindir": str(self.bindir),
             "cc": facts.cc,

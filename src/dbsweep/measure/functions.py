@@ -508,7 +508,7 @@ _CLONE = re.compile(
 # load client's own code (counted with an embedded engine) names Rust's library and its crates where they were
 # compiled (`/rustc/<commit>/library/`, `~/.cargo/registry/src/<index>/`): the crate's own path is kept.
 _BUILD_ROOT = re.compile(
-    r"^.*/\.tmp-[0-9a-f]+/build/|^.*/sources/(?:debian|git/trees|tarball)/[^/]+/tree/"
+    r"^.*/\.tmp-[0-9a-f]+/build/|^.*/sources/(?:debian|git/trees|tarball|copies)/[^/]+/tree/"
     r"|^/rustc/[0-9a-f]+/|^.*/\.cargo/registry/src/[^/]+/"
 )
 
@@ -644,12 +644,14 @@ def top_functions(profile: Mapping[Key, FunctionCost], n: int) -> Profile:
 _FIELDS = ("function", "file", "line", "object", "self_ir", "inclusive_ir")
 
 
-def to_rows(profile: Mapping[Key, FunctionCost]) -> list[dict[str, Any]]:
-    """The profile as JSON-able rows, largest self cost first."""
+def to_rows(profile: Mapping[Key, FunctionCost], tree: str | None = None) -> list[dict[str, Any]]:
+    """The profile as JSON-able rows, largest self cost first; a file inside `tree` (the build's source tree)
+    relative to it."""
+    prefix = tree.rstrip("/") + "/" if tree else None
     return [
         {
             "function": c.function,
-            "file": c.file,
+            "file": c.file.removeprefix(prefix) if prefix else c.file,
             "line": c.line,
             "object": c.object,
             "self_ir": c.self_ir,

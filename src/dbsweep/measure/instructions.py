@@ -628,6 +628,7 @@ def instructions_per_op(
     check_pairs(step, pairs, home / "valgrind")
     return from_pairs(
         pairs,
+        tree=source_tree(install),
         step=step,
         command=plan.command(amount),
         statements_per_event=int(counting.summary.get("statements_per_event") or 1),
@@ -647,9 +648,16 @@ def instructions_per_op(
     )
 
 
-def from_pairs(pairs: list[Pair], **fields: Any) -> InstructionCount:
+def source_tree(install: Install) -> str | None:
+    """The source tree a build was compiled from (its functions' files are read relative to it), if recorded."""
+    tree = install.provenance.get("source_tree")
+    return tree if isinstance(tree, str) and tree else None
+
+
+def from_pairs(pairs: list[Pair], tree: str | None = None, **fields: Any) -> InstructionCount:
     """A count from its pairs: the medians and spreads of every process's and the foreground's figures, and the
-    split by role and the functions of the median pair; `fields` say what was counted, how and by what."""
+    split by role and the functions of the median pair (files relative to `tree`, the build's source tree);
+    `fields` say what was counted, how and by what."""
     per_event = [p.per_event for p in pairs]
     mid = statistics.median(per_event)
     fg = [p.per_event_by_role().get(FOREGROUND, 0.0) for p in pairs]
@@ -661,7 +669,7 @@ def from_pairs(pairs: list[Pair], **fields: Any) -> InstructionCount:
         spread=(max(per_event) - min(per_event)) / mid if mid else 0.0,
         pairs=pairs,
         by_role=mid_pair.per_event_by_role(),
-        functions=function_rows(mid_pair),
+        functions=function_rows(mid_pair, tree=tree),
         foreground_per_event=fg_mid,
         foreground_spread=(max(fg) - min(fg)) / fg_mid if fg_mid else None,
         **fields,
@@ -740,11 +748,12 @@ def check_pairs(step: str, pairs: list[Pair], output_dir: Path) -> None:
         )
 
 
-def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT) -> list[dict[str, Any]]:
-    """The pair's instructions per event by function (the largest `keep` by own and by inclusive cost)."""
+def function_rows(pair: Pair, keep: int = FUNCTIONS_KEPT, tree: str | None = None) -> list[dict[str, Any]]:
+    """The pair's instructions per event by function (the largest `keep` by own and by inclusive cost), their
+    files relative to `tree` where they are in it (a `dir:` source's tree is wherever its owner keeps it)."""
 
     def profile(run: Run) -> functions.Profile:
         return functions.add(functions.read_functions(f) for f in sorted(_files(Path(run.output_dir))))
 
     per_op = functions.per_operation(profile(pair.short), profile(pair.long), pair.short.events, pair.long.events)
-    return functions.to_rows(functions.top_functions(per_op, keep))
+    return functions.to_rows(functions.top_functions(per_op, keep), tree)

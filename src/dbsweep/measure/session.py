@@ -189,6 +189,7 @@ def count_reads(
                 continue
             count = ins.from_pairs(
                 pairs,
+                tree=ins.source_tree(install),
                 step=item.step,
                 command=item.plan.command(amount),
                 statements_per_event=int(str(session.summary.get("statements_per_event") or 1)),

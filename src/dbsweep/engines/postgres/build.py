@@ -5,8 +5,12 @@ can be taken) and, from Postgres 14, `--with-lz4`; Postgres 18+ also gets `--wit
 build scripts, methodology 5.1). A variant without CFLAGS lets configure pick Postgres's own `-O2`.
 
 The object tree is a VPATH build (the build directory runs `<tree>/configure`), so one unpacked source
-tree serves every variant. Compiling through ccache is `make CC="ccache gcc"`. Besides the server, the
-contrib modules later benchmarks need are installed (the statements' statistics, table bloat).
+tree serves every variant. Compiling through ccache is `make CC="ccache gcc"`. Only what dbsweep runs is
+built and installed (`PARTS`: the server and what it loads, initdb, pg_ctl, pg_config, psql for a person at the
+server), each directory made in the order Postgres's own src/Makefile makes them (one at a time, as it does):
+not ecpg, the backup, dump and upgrade tools, the regression and isolation tests (about a sixth of a full
+`make`'s objects), nor the documentation, which `make` never builds. Besides the server, the contrib modules
+later benchmarks need are installed (the statements' statistics, table bloat, pg_prewarm).
 
 PGO: the instrumented build gets `PROFILE=-fprofile-generate=<dir>` on the make command line (not in
 CFLAGS, so configure's test programs leave no profiles behind); the training run starts the instrumented
@@ -32,12 +36,38 @@ from dbsweep.engines.training import DEFAULT_TRAINING, Training, training_comman
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree
 
-# Objects a Postgres 15 `make` compiles (1209 for 15.18); used for progress until a build in this root says better.
-OBJECTS_ESTIMATE = 1250
-# The directories under src/ whose C files `make` leaves alone (regression tests, the tutorial, developer tools):
-# the other C files of src/ come to about the objects it compiles (15.18: 1196 files, 1209 objects, as some of
-# src/common and src/port are compiled twice and ecpg's tests are not).
-_NOT_COMPILED = ("test", "tutorial", "tools")
+# Objects the build of `PARTS` compiles for Postgres 15 (about 1000 for 15.18); used for progress until a build in
+# this root says better.
+OBJECTS_ESTIMATE = 1050
+# The directories under src/ that are built and installed, in src/Makefile's order (its SUBDIRS, less the clients,
+# tools and tests no benchmark runs): the server and the modules it loads (character set conversions, the
+# snowball dictionaries initdb installs, the replication modules), libpq and the front-end helpers the programs
+# link, and the programs dbsweep runs (initdb, pg_ctl, pg_config) or a person at the server would (psql).
+PARTS = (
+    "common",
+    "port",
+    "timezone",
+    "backend",
+    "backend/utils/mb/conversion_procs",
+    "backend/snowball",
+    "include",
+    "interfaces/libpq",
+    "backend/replication/libpqwalreceiver",
+    "backend/replication/pgoutput",
+    "fe_utils",
+    "bin/initdb",
+    "bin/pg_ctl",
+    "bin/pg_config",
+    "bin/psql",
+    "pl/plpgsql",
+)
+# Parts a configure option adds (a variant's `configure`): what that option builds in a full `make`.
+OPTIONAL_PARTS = {
+    "--with-llvm": "backend/jit/llvm",
+    "--with-perl": "pl/plperl",
+    "--with-python": "pl/plpython",
+    "--with-tcl": "pl/tcl",
+}
 # Extra modules later benchmarks need (the statements' statistics, table bloat).
 CONTRIB = ("pg_stat_statements", "pgstattuple", "pg_prewarm")  # pg_prewarm: the instruction pass's warm-up
 
@@ -75,17 +105,20 @@ class PostgresRecipe(Recipe):
     def extra_installs(self) -> list[str]:
         return list(CONTRIB)
 
+    def parts(self, variant: Variant, version: str) -> list[str]:
+        """The directories under src/ that this build makes and installs, in order."""
+        options = self.options(variant, version)
+        extra = [d for opt, d in OPTIONAL_PARTS.items() if any(o.split("=")[0] == opt for o in options)]
+        return [*PARTS, *extra]
+
     def objects_in(self, tree: SourceTree) -> int | None:
+        """About the objects the parts compile: their C files (some of src/common and src/port are compiled two
+        or three times, and a few files are only included: the two come out near even)."""
         src = tree.path / "src"
         if not src.is_dir():
             return None
-        return sum(
-            1
-            for d in src.iterdir()
-            if d.is_dir() and d.name not in _NOT_COMPILED
-            for f in d.rglob("*.c")
-            if f.is_file()
-        )
+        files = {f for part in PARTS if (src / part).is_dir() for f in (src / part).rglob("*.c") if f.is_file()}
+        return len(files)
 
     # ---- the steps
 
@@ -101,12 +134,19 @@ class PostgresRecipe(Recipe):
         return [Step("configure", tuple(cmd))]
 
     def compile(self, phase: Phase) -> list[Step]:
-        return [Step("make", ("make", f"-j{phase.jobs}", *_make_vars(phase)), compiles=True)]
+        make = ("make", f"-j{phase.jobs}", *_make_vars(phase))
+        return [
+            Step(f"make in src/{part}", (*make, "-C", f"src/{part}"), compiles=True)
+            for part in self.parts(phase.variant, phase.tree.version)
+        ]
 
     def install(self, phase: Phase) -> list[Step]:
         extra = [*_make_vars(phase), *([f"DESTDIR={phase.destdir}"] if phase.destdir is not None else [])]
         make = ("make", f"-j{phase.jobs}")
-        steps = [Step("make install", (*make, *extra, "install"))]
+        steps = [
+            Step(f"make install in src/{part}", (*make, "-C", f"src/{part}", *extra, "install"))
+            for part in self.parts(phase.variant, phase.tree.version)
+        ]
         for module in CONTRIB:
             steps.append(Step(f"make install of {module}", (*make, "-C", f"contrib/{module}", *extra, "install")))
         return steps
