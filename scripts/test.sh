@@ -20,4 +20,5 @@ echo "==> pytest"
 # Two workers, a test module each at a time (its module-scoped servers and runs stay in one worker): most tests
 # wait on timed steps and servers rather than on a CPU, so two halve the run (29 min to 16 min here).
 # DBSWEEP_TEST_WORKERS=0 runs them one after another.
-exec .venv/bin/pytest -n "${DBSWEEP_TEST_WORKERS:-2}" --dist loadfile "$@"
+# The slowest tests are listed at the end, so a run shows where its minutes went.
+exec .venv/bin/pytest -n "${DBSWEEP_TEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"

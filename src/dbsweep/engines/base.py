@@ -219,8 +219,8 @@ class Costs:
 
     start_s: float = 4.0  # a fresh data directory (2.6 s) and a start (1.4 s)
     valgrind_starts_s: float = 45.0  # valgrind's start-ups for one counted step (the server, each run's backend)
-    build_s: float = 300.0  # a build from source with every core
-    lto_build_s: float = 360.0  # LTO's link takes a minute more
+    build_s: float = 180.0  # a build from source with every core (15.18 at -O2: 165 s)
+    lto_build_s: float = 240.0  # LTO's link takes a minute more (15.18 at -O3 -flto: 232 s)
 
 
 class Engine(ABC):
