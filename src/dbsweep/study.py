@@ -121,6 +121,9 @@ class Study(_Strict):
     variants: list[VariantSpec] = []
     suite: SuiteTable
     measure: Measure = Measure()
+    # The targets, in their order, are a series (versions, commits, compiler releases): the reports add each
+    # step's trend over them and where it changed (`verdicts.series`). They may differ in one field only.
+    series: bool = False
     targets: Annotated[list[Target], Field(min_length=1)]
 
     # Set by load_study, not by the file.
@@ -220,6 +223,26 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
     for part in loc[:-1]:
         model = nested.get(part, model)
     return model
+
+
+SERIES_AXES = ("source", "variant", "config", "build_copy")
+
+
+def _series_problems(study: Study) -> list[tuple[str, str]]:
+    """A series moves along one axis: its targets may differ in one of SERIES_AXES, not in two."""
+    if len(study.targets) < 3:
+        return [("series", f"a series needs at least 3 targets to show a trend, not {len(study.targets)}")]
+    first = study.targets[0]
+    varying = [a for a in SERIES_AXES if any(getattr(t, a) != getattr(first, a) for t in study.targets)]
+    if len(varying) > 1:
+        return [
+            (
+                "series",
+                f"the targets of a series may differ in one of {', '.join(SERIES_AXES)}; these differ in "
+                f"{' and '.join(varying)}, so a change along the series could come from either",
+            )
+        ]
+    return []
 
 
 def source_kind(spec: str) -> str | None:
@@ -326,6 +349,8 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
                     "source that is built (e.g. source = '15.18')",
                 )
             )
+    if study.series:
+        problems.extend(_series_problems(study))
     names = [v.name for v in study.variants]
     for i, v in enumerate(study.variants):
         try:

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from dbsweep import __version__
 from dbsweep.measure.functions import FunctionChange
-from dbsweep.report import answer, flames
+from dbsweep.report import answer, flames, trend
 from dbsweep.report.data import (
     INSTR_METRIC,
     PER_OP_ORDER,
@@ -404,6 +404,7 @@ def answer_obj(data: ReportData) -> dict[str, Any] | None:
 def to_json_obj(data: ReportData) -> dict[str, Any]:
     return {
         "answer": answer_obj(data),
+        "series": trend.to_json(data.trend),  # a series study's trend and change points (empty otherwise)
         "study": data.title,
         "run_id": data.run_id,
         "runs": data.runs,

@@ -24,6 +24,8 @@ from dbsweep.results.store import Store
 from dbsweep.study import Study
 from dbsweep.verdicts import calibrate, judging, stats
 from dbsweep.verdicts.instructions import InstrVerdict
+from dbsweep.verdicts.series import Series
+from dbsweep.verdicts.series import analyse as over_series
 
 # The instruction count beside the costs per operation: the figure its verdict judges, per event of the step
 # (`instr.attach` puts it on each repetition of the step's counted row), so the table and the verdict agree.
@@ -356,6 +358,8 @@ class ReportData:
     counts_read: bool = False
     # The answer every format starts with (`answer`), built last from everything above.
     answer: answers.Answer | None = None
+    # A series study's trend per step and figure, with its change points (`verdicts.series`).
+    trend: list[Series] = field(default_factory=list)
 
     @property
     def others(self) -> list[str]:
@@ -611,6 +615,8 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     instr.attach(data, study, store)
     flames.attach(data, store)
     data.answer = answers.build(data)
+    if study.series:
+        data.trend = over_series(study, store, run_id)
     return data
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from dbsweep.report import answer, fmt, instr, noise
+from dbsweep.report import answer, fmt, instr, noise, trend
 from dbsweep.report.data import VERDICT_METRIC, GroupStats, ReportData, Row, config_change
 from dbsweep.report.tables import ExtraTable
 
@@ -76,6 +76,9 @@ def render(data: ReportData) -> str:
         "",
     ]
     out += _answer(data)
+    if data.trend:
+        out += ["## Over the series", ""]
+        out += ["  " * (depth - 1) + f"- {text}" for depth, text in trend.lines(data.trend) if depth] + [""]
     out += [f"> note: {n}" for n in data.notes] + ([""] if data.notes else [])
     if others:
         out += ["## Relative QPS", ""]

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dbsweep.report import answer, fmt, instr, noise
+from dbsweep.report import answer, fmt, instr, noise, trend
 from dbsweep.report.data import PER_OP_ORDER, VERDICT_METRIC, Comparison, GroupStats, ReportData
 from dbsweep.report.tables import ExtraTable
 from dbsweep.say import line, styled
@@ -43,6 +43,7 @@ def _verdict_spread(c: Comparison, spread: noise.Spread | None) -> Text:
 
 def render(data: ReportData, console: Console) -> None:
     _render_answer(data, console)
+    _render_trend(data, console)
     if data.main_table:
         _render_main(data, console)
     for extra in data.extra_tables:
@@ -55,6 +56,14 @@ def render(data: ReportData, console: Console) -> None:
     _render_noise(data, console)
     for note in data.notes:
         console.print(line(styled("note:", "yellow"), f" {note}"))
+
+
+def _render_trend(data: ReportData, console: Console) -> None:
+    """A series study's trend per step and figure, and where it changed."""
+    for depth, text in trend.lines(data.trend):
+        console.print(styled(text, "bold") if depth == 0 else "  " * depth + text)
+    if data.trend:
+        console.print()
 
 
 def _render_main(data: ReportData, console: Console) -> None:

@@ -62,6 +62,8 @@ class Count:
     tool: str | None = None
     method: str | None = None  # how the counter measured (a newer counter says; older ones do not)
     error: str | None = None  # why there is no count
+    # Each pair's instructions per event: (every process, the foreground's or None), as the count stored them.
+    pair_figures: tuple[tuple[float, float | None], ...] = ()
 
     @classmethod
     def from_stored(cls, target: str, step: str, d: Mapping[str, Any]) -> Count:
@@ -95,6 +97,7 @@ class Count:
             tool=_str(d.get("tool")),
             method=_str(d.get("method")),
             error=_str(d.get("error")),
+            pair_figures=_pair_figures(d.get("pairs")),
         )
 
     @property
@@ -117,6 +120,13 @@ class Count:
         v = self.foreground_spread if basis == "foreground" else self.spread
         return v or 0.0
 
+    def pairs_of(self, basis: Basis) -> list[float]:
+        """Each pair's instructions per event on `basis` (the samples of a series' change-point search)."""
+        if not self.ok:
+            return []
+        picked = [fg if basis == "foreground" else total for total, fg in self.pair_figures]
+        return [v for v in picked if v is not None]
+
     def profile(self) -> functions.Profile:
         """Instructions per event by function (empty when none were kept, or when the rows are not readable)."""
         if not self.function_rows:
@@ -125,6 +135,23 @@ class Count:
             return functions.from_rows(self.function_rows)
         except ValueError:  # a damaged record costs its own diff, not the report
             return {}
+
+
+def _pair_figures(pairs: object) -> tuple[tuple[float, float | None], ...]:
+    """(every process, foreground) per event of each stored pair: the foreground's from the two runs' roles."""
+    out: list[tuple[float, float | None]] = []
+    for p in pairs if isinstance(pairs, list) else []:
+        if not isinstance(p, Mapping) or (total := _float(p.get("per_event"))) is None:
+            continue
+        fg: float | None = None
+        short, long = p.get("short"), p.get("long")
+        if isinstance(short, Mapping) and isinstance(long, Mapping):
+            events = (_float(long.get("events")) or 0.0) - (_float(short.get("events")) or 0.0)
+            roles_s, roles_l = short.get("by_role"), long.get("by_role")
+            if events > 0 and isinstance(roles_s, Mapping) and isinstance(roles_l, Mapping) and FOREGROUND in roles_l:
+                fg = ((_float(roles_l.get(FOREGROUND)) or 0.0) - (_float(roles_s.get(FOREGROUND)) or 0.0)) / events
+        out.append((total, fg))
+    return tuple(out)
 
 
 def event_words(count: Count | None, ops_name: str = "") -> str:

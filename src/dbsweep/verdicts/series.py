@@ -1,0 +1,101 @@
+"""A study's targets read as an ordered series (`series = true`): per step and figure, the value of each target and
+where the series changed (`changepoints`).
+
+The figures and their samples: QPS and cpu/o per repetition of each cell (per client count), and instructions
+per event per pair of each count, on the figure the step is judged on (`instructions.bases`). A candidate is
+confirmed by the same verdict as everywhere else, of the target after it against the one before it: `judge`
+for QPS and cpu/o (the study's confidence and minimum effect), `instructions.judge` for counts (the floor).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from dbsweep.results.counts import Count
+from dbsweep.results.store import Store
+from dbsweep.study import Study
+from dbsweep.verdicts import changepoints, instructions
+from dbsweep.verdicts.changepoints import ChangePoint, Comparison
+from dbsweep.verdicts.judging import by_repetition, judge
+
+Figure = Literal["instructions", "QPS", "cpu/o"]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One step's figure over the series: each target's value (median of its samples) and the change points."""
+
+    step: str
+    clients: int | None  # None for instructions (counted at one client)
+    figure: Figure
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    points: tuple[ChangePoint, ...]
+
+    @property
+    def confirmed(self) -> list[ChangePoint]:
+        return [p for p in self.points if p.confirmed]
+
+    @property
+    def weak(self) -> list[ChangePoint]:
+        return [p for p in self.points if not p.confirmed]
+
+
+def _measured(
+    study: Study, labels: Sequence[str], values: Mapping[tuple[str, str, int], Mapping[int, float]], figure: Figure
+) -> list[Series]:
+    out: list[Series] = []
+    keys = dict.fromkeys((step, clients) for (_t, step, clients) in values)
+    for step, clients in keys:
+        reps = [values.get((label, step, clients)) for label in labels]
+        if any(not r for r in reps):
+            continue  # a target without this cell: no series to read
+        groups = [list(r.values()) for r in reps if r]
+
+        def compare(i: int, reps: list[Mapping[int, float] | None] = reps) -> Comparison:
+            before, after = reps[i - 1], reps[i]
+            assert before and after
+            j = judge(before, after, study, higher_is_better=figure == "QPS")
+            ci = j.ci
+            return Comparison(j.verdict, ci.ratio if ci else None, ci.low if ci else None, ci.high if ci else None)
+
+        points = changepoints.change_points(labels, groups, compare)
+        medians = tuple(statistics.median(g) for g in groups)
+        out.append(Series(step, clients, figure, tuple(labels), medians, tuple(points)))
+    return out
+
+
+def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa: Mapping[str, float]) -> list[Series]:
+    out: list[Series] = []
+    basis = instructions.bases(counts)
+    for step in dict.fromkeys(s for (_t, s) in counts):
+        got = [counts.get((label, step)) for label in labels]
+        if any(c is None or not c.ok for c in got):
+            continue
+        typed = [c for c in got if c is not None]
+        groups = [c.pairs_of(basis[step]) or [v] for c in typed if (v := c.figure(basis[step])) is not None]
+        if len(groups) != len(typed):
+            continue
+
+        def compare(i: int, typed: list[Count] = typed, step: str = step) -> Comparison:
+            j = instructions.judge(typed[i - 1], typed[i], aa.get(step), basis[step])
+            return Comparison(j.verdict or "unsure", j.ratio)
+
+        points = changepoints.change_points(labels, groups, compare)
+        values = tuple(c.figure(basis[step]) or 0.0 for c in typed)
+        out.append(Series(step, None, "instructions", tuple(labels), values, tuple(points)))
+    return out
+
+
+def analyse(study: Study, store: Store, run_id: int) -> list[Series]:
+    """Every step's series of every figure the run has for all of the study's targets, in the study's order."""
+    labels = [t.label for t in study.targets]
+    rows = store.results(run_id)
+    per_op = store.per_op(run_id)
+    out = _counted(labels, store.counts(run_id), instructions.calibrated_floors(study, store))
+    out += _measured(study, labels, by_repetition(rows), "QPS")
+    out += _measured(study, labels, by_repetition(rows, lambda r: per_op.get(r.cell_id, {}).get("cpu/o")), "cpu/o")
+    return out
