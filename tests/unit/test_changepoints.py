@@ -73,3 +73,21 @@ def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="2 targets but 1 groups"):
         change_points(["a", "b"], [[1.0]], lambda i: Comparison("same", 1.0))
     assert e_divisive([[1.0, 1.1]]) == []  # one target: nothing to split
+
+
+def test_a_deterministic_figure_is_split_where_its_verdict_decides() -> None:
+    """Four counts of two pairs each can never pass the permutation test (p >= 2/70); the floor's verdict keeps
+    the split instead, and stops the search where it does not decide."""
+    labels = ["a", "b", "c", "d"]
+    counts = [50_054, 50_053, 54_900, 54_902]
+    groups = [[v, v * 1.00005] for v in counts]
+    assert e_divisive(groups) == []
+
+    def floor(i: int) -> Comparison:
+        ratio = counts[i] / counts[i - 1]
+        return Comparison("slower" if ratio > 1.002 else "faster" if ratio < 0.998 else "same", ratio)
+
+    (cp,) = change_points(labels, groups, floor, deterministic=True)
+    assert (cp.index, cp.p_value, cp.confirmed) == (2, None, True)
+    flat = [[v, v] for v in (50_054, 50_053, 50_054, 50_055)]
+    assert change_points(labels, flat, lambda i: Comparison("same", 1.0), deterministic=True) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbsweep.report import fmt
 from dbsweep.verdicts.changepoints import ChangePoint
 from dbsweep.verdicts.series import Series
 
@@ -21,7 +22,8 @@ def _point(p: ChangePoint, confirmed: bool) -> str:
     size = f" {c.ratio - 1:+.2%}" if c.ratio is not None else ""
     interval = f" (interval {c.low:.3f}-{c.high:.3f})" if c.low is not None and c.high is not None else ""
     what = "change point" if confirmed else "weak candidate (its neighbours' verdict does not decide it)"
-    return f"{what} between {p.before} and {p.after}: {c.verdict}{size}{interval}; p = {p.p_value:.3f}"
+    test = f"; p = {p.p_value:.3f}" if p.p_value is not None else ""
+    return f"{what} between {p.before} and {p.after}: {c.verdict}{size}{interval}{test}"
 
 
 def lines(series: list[Series]) -> list[tuple[int, str]]:
@@ -32,7 +34,9 @@ def lines(series: list[Series]) -> list[tuple[int, str]]:
     for s in series:
         values = " → ".join(f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}" for v in s.values)
         out.append((1, f"{_name(s)}: {values}"))
-        out += [(2, _point(p, True)) for p in s.confirmed]
+        for p in s.confirmed:
+            out.append((2, _point(p, True)))
+            out += [(3, f"why: {fmt.function_change(c)}") for c in s.why.get(p.index, ())]
         out += [(2, _point(p, False)) for p in s.weak]
         if not s.points:
             out.append((2, "no change point"))
@@ -62,6 +66,7 @@ def to_json(series: list[Series]) -> list[dict[str, Any]]:
             "targets": list(s.labels),
             "values": list(s.values),
             "change_points": [point(p) for p in s.points],
+            "why": {str(i): [fmt.function_change(c) for c in changes] for i, changes in s.why.items()},
         }
         for s in series
     ]

@@ -12,7 +12,10 @@ Two gates, so that noise alone never makes a change point:
    highest first). A split is only kept when a permutation test says so: the samples of its part shuffled
    `permutations` times (seeded: the same series gives the same answer), its p-value is the share of shuffles
    whose best split scored at least as high. The search stops at the first split that is not significant.
-   Splits fall between targets only, never between two samples of one target.
+   Splits fall between targets only, never between two samples of one target. A deterministic figure
+   (instructions per event, whose pairs repeat to about 0.01 %) has no noise to shuffle against, and a short
+   series of them could never pass the test (four targets of two pairs: p ≥ 2/70): there the split is kept when
+   the verdict of step 2 decides it, and the search stops at the first it does not.
 2. **Confirmation by dbsweep's own verdict** between the two targets on either side of the split (the caller's
    `compare`: the same rule, floor and interval as every other verdict). A candidate whose neighbours are
    `faster` or `slower` is a change point; one they call `same` or `unsure` is a weak candidate, reported
@@ -46,7 +49,7 @@ class Candidate:
 
     index: int
     q: float  # the split's energy statistic (larger: the parts differ more)
-    p_value: float  # the permutation test's
+    p_value: float | None  # the permutation test's (None: a deterministic figure, kept by its verdict)
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class ChangePoint:
     index: int
     before: str  # the last target of the old regime
     after: str  # the first of the new
-    p_value: float
+    p_value: float | None
     comparison: Comparison
 
     @property
@@ -111,9 +114,11 @@ def e_divisive(
     significance: float = SIGNIFICANCE,
     permutations: int = PERMUTATIONS,
     seed: int = SEED,
+    accept: Callable[[int], bool] | None = None,
 ) -> list[Candidate]:
     """The significant splits of a series whose points are `groups` of samples (one group per target, in the
-    series' order), by index of the first target after each split, in order."""
+    series' order), by index of the first target after each split, in order. With `accept`, a split (the index
+    of the target after it) is kept when `accept` says so instead of by the permutation test."""
     if any(len(g) == 0 for g in groups):
         raise ValueError("every target of a series needs at least one sample")
     if not 0 < alpha < 2:
@@ -139,6 +144,12 @@ def e_divisive(
             break
         q, i, target, _ = best
         first, end = parts[i]
+        if accept is not None:
+            if not accept(target):
+                break
+            found.append(Candidate(target, q, None))
+            parts[i : i + 1] = [(first, target), (target, end)]
+            continue
         lo, hi = int(starts[first]), int(starts[end])
         cuts = [int(starts[t]) - lo for t in range(first + 1, end)]
         d = d_all[lo:hi, lo:hi]
@@ -160,14 +171,26 @@ def change_points(
     groups: Sequence[Sequence[float]],
     compare: Callable[[int], Comparison],
     *,
+    deterministic: bool = False,
     significance: float = SIGNIFICANCE,
     permutations: int = PERMUTATIONS,
 ) -> list[ChangePoint]:
     """Every candidate of the series with dbsweep's verdict of the target after it against the one before it
-    (`compare(index)`): confirmed ones are change points, the others weak candidates."""
+    (`compare(index)`): confirmed ones are change points, the others weak candidates. A `deterministic` figure
+    keeps a split when that verdict decides it (no permutation test): it has no weak candidates."""
     if len(labels) != len(groups):
         raise ValueError(f"{len(labels)} targets but {len(groups)} groups of samples")
-    out: list[ChangePoint] = []
-    for c in e_divisive(groups, significance=significance, permutations=permutations):
-        out.append(ChangePoint(c.index, labels[c.index - 1], labels[c.index], c.p_value, compare(c.index)))
-    return out
+    compared: dict[int, Comparison] = {}
+
+    def verdict(i: int) -> Comparison:
+        if i not in compared:
+            compared[i] = compare(i)
+        return compared[i]
+
+    def decided(i: int) -> bool:
+        return verdict(i).verdict in ("faster", "slower")
+
+    found = e_divisive(
+        groups, significance=significance, permutations=permutations, accept=decided if deterministic else None
+    )
+    return [ChangePoint(c.index, labels[c.index - 1], labels[c.index], c.p_value, verdict(c.index)) for c in found]

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from dbsweep.measure import functions
+from dbsweep.measure.functions import FunctionChange
 from dbsweep.results.counts import Count
 from dbsweep.results.store import Store
 from dbsweep.study import Study
@@ -22,6 +24,7 @@ from dbsweep.verdicts.changepoints import ChangePoint, Comparison
 from dbsweep.verdicts.judging import by_repetition, judge
 
 Figure = Literal["instructions", "QPS", "cpu/o"]
+WHY = 3  # functions shown per change point of a count
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Series:
     labels: tuple[str, ...]
     values: tuple[float, ...]
     points: tuple[ChangePoint, ...]
+    # For counts: change point index -> the functions that changed most across it (after against before).
+    why: Mapping[int, tuple[FunctionChange, ...]] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> list[ChangePoint]:
@@ -84,9 +89,12 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
             j = instructions.judge(typed[i - 1], typed[i], aa.get(step), basis[step])
             return Comparison(j.verdict or "unsure", j.ratio)
 
-        points = changepoints.change_points(labels, groups, compare)
+        points = changepoints.change_points(labels, groups, compare, deterministic=True)
         values = tuple(c.figure(basis[step]) or 0.0 for c in typed)
-        out.append(Series(step, None, "instructions", tuple(labels), values, tuple(points)))
+        why = {
+            p.index: tuple(functions.diff(typed[p.index - 1].profile(), typed[p.index].profile(), WHY)) for p in points
+        }
+        out.append(Series(step, None, "instructions", tuple(labels), values, tuple(points), why))
     return out
 
 
