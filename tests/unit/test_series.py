@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dbsweep import say
-from dbsweep.report import csv_json, data, markdown, terminal
+from dbsweep.report import csv_json, data, html, markdown, terminal
 from dbsweep.results.model import CellKey, CellResult
 from dbsweep.results.store import now
 from dbsweep.study import load_study
@@ -102,6 +102,8 @@ def test_the_report_shows_the_trend_and_its_change_point(tmp_path: Path) -> None
     assert "Over the series (v1 → v2 → v3 → v4 → v5 → v6):" in text
     assert "change point between v3 and v4: slower +8.96%" in text
     assert "Over the series" in markdown.render(d)
+    page = html.render(d)
+    assert "Over the series" in page and "change point between v3 and v4: slower +8.96%" in page
     (qps,) = [s for s in json.loads(csv_json.to_json(d))["series"] if s["figure"] == "QPS"]
     assert qps["change_points"][0]["after"] == "v4" and qps["change_points"][0]["confirmed"]
 

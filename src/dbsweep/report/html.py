@@ -24,7 +24,7 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from dbsweep import __version__
-from dbsweep.report import answer, flames, fmt, instr, noise
+from dbsweep.report import answer, flames, fmt, instr, noise, trend
 from dbsweep.report.data import (
     VERDICT_METRIC,
     Comparison,
@@ -638,6 +638,7 @@ def render(data: ReportData) -> str:
         data=data,
         answer_table=_answer_table(data),
         answer=answer.lines(data.answer, len(data.client_counts) > 1) if data.answer is not None else [],
+        trend=trend.lines(data.trend),
         version=__version__,
         made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         slower=stats.SLOWER_AT,
