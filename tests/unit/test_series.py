@@ -51,7 +51,7 @@ def _count(per_event: float) -> dict[str, Any]:
     def pair(v: float) -> dict[str, Any]:
         short = {"events": 100, "instructions": 0, "by_role": {"foreground": 0}}
         long = {"events": 400, "instructions": int(v * 300), "by_role": {"foreground": int(0.95 * v * 300)}}
-        return {"short": short, "long": long, "per_event": v, "per_query": v}
+        return {"short": short, "long": long, "per_event": v, "per_query": v, "foreground_per_event": 0.95 * v}
 
     return {
         "per_event": per_event,

@@ -192,7 +192,11 @@ class InstructionCount:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         for p, pair in zip(d["pairs"], self.pairs, strict=True):
-            p.update(per_event=pair.per_event, per_query=pair.per_query)
+            p.update(
+                per_event=pair.per_event,
+                per_query=pair.per_query,
+                foreground_per_event=pair.per_event_by_role().get(FOREGROUND),
+            )
         d["foreground_share"] = self.foreground_share
         return d
 

@@ -120,12 +120,15 @@ class Count:
         v = self.foreground_spread if basis == "foreground" else self.spread
         return v or 0.0
 
-    def pairs_of(self, basis: Basis) -> list[float]:
-        """Each pair's instructions per event on `basis` (the samples of a series' change-point search)."""
+    def samples(self, basis: Basis) -> list[float]:
+        """Each pair's instructions per event on `basis` (a series' samples of the count), else its one figure
+        (a count stored before its pairs carried the foreground's)."""
         if not self.ok:
             return []
         picked = [fg if basis == "foreground" else total for total, fg in self.pair_figures]
-        return [v for v in picked if v is not None]
+        found = [v for v in picked if v is not None]
+        figure = self.figure(basis)
+        return found or ([figure] if figure is not None else [])
 
     def profile(self) -> functions.Profile:
         """Instructions per event by function (empty when none were kept, or when the rows are not readable)."""
@@ -138,20 +141,12 @@ class Count:
 
 
 def _pair_figures(pairs: object) -> tuple[tuple[float, float | None], ...]:
-    """(every process, foreground) per event of each stored pair: the foreground's from the two runs' roles."""
-    out: list[tuple[float, float | None]] = []
-    for p in pairs if isinstance(pairs, list) else []:
-        if not isinstance(p, Mapping) or (total := _float(p.get("per_event"))) is None:
-            continue
-        fg: float | None = None
-        short, long = p.get("short"), p.get("long")
-        if isinstance(short, Mapping) and isinstance(long, Mapping):
-            events = (_float(long.get("events")) or 0.0) - (_float(short.get("events")) or 0.0)
-            roles_s, roles_l = short.get("by_role"), long.get("by_role")
-            if events > 0 and isinstance(roles_s, Mapping) and isinstance(roles_l, Mapping) and FOREGROUND in roles_l:
-                fg = ((_float(roles_l.get(FOREGROUND)) or 0.0) - (_float(roles_s.get(FOREGROUND)) or 0.0)) / events
-        out.append((total, fg))
-    return tuple(out)
+    """(every process, foreground) per event of each stored pair, as the counter recorded them."""
+    return tuple(
+        (total, _float(p.get("foreground_per_event")))
+        for p in (pairs if isinstance(pairs, list) else [])
+        if isinstance(p, Mapping) and (total := _float(p.get("per_event"))) is not None
+    )
 
 
 def event_words(count: Count | None, ops_name: str = "") -> str:

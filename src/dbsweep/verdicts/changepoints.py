@@ -130,38 +130,35 @@ def e_divisive(
     parts = [(0, len(groups))]  # ranges of targets [first, end) not yet split
     found: list[Candidate] = []
     while True:
-        best: tuple[float, int, int, int] | None = None  # (q, part index, cut target, sample cut)
+        # The part whose best split scores highest: (q, part index, target after the split, samples, cuts).
+        best: tuple[float, int, int, tuple[int, int], list[int]] | None = None
         for i, (first, end) in enumerate(parts):
             if end - first < 2:
                 continue
-            lo = int(starts[first])
+            lo, hi = int(starts[first]), int(starts[end])
             cuts = [int(starts[t]) - lo for t in range(first + 1, end)]
-            d = d_all[lo : int(starts[end]), lo : int(starts[end])]
-            cut, q = _best_split(d, cuts)
+            cut, q = _best_split(d_all[lo:hi, lo:hi], cuts)
             if best is None or q > best[0]:
-                best = (q, i, first + 1 + cuts.index(cut), cut)
+                best = (q, i, first + 1 + cuts.index(cut), (lo, hi), cuts)
         if best is None:
             break
-        q, i, target, _ = best
-        first, end = parts[i]
+        q, i, target, (lo, hi), cuts = best
         if accept is not None:
             if not accept(target):
                 break
-            found.append(Candidate(target, q, None))
-            parts[i : i + 1] = [(first, target), (target, end)]
-            continue
-        lo, hi = int(starts[first]), int(starts[end])
-        cuts = [int(starts[t]) - lo for t in range(first + 1, end)]
-        d = d_all[lo:hi, lo:hi]
-        # Shuffled samples, cut at the same places between targets: how often does noise split as well?
-        at_least = sum(
-            _best_split(d[np.ix_(p, p)], cuts)[1] >= q - 1e-12 * abs(q)
-            for p in (rng.permutation(hi - lo) for _ in range(permutations))
-        )
-        p_value = (at_least + 1) / (permutations + 1)
-        if p_value > significance:
-            break
+            p_value = None
+        else:
+            # Shuffled samples, cut at the same places between targets: how often does noise split as well?
+            d = d_all[lo:hi, lo:hi]
+            at_least = sum(
+                _best_split(d[np.ix_(p, p)], cuts)[1] >= q - 1e-12 * abs(q)
+                for p in (rng.permutation(hi - lo) for _ in range(permutations))
+            )
+            p_value = (at_least + 1) / (permutations + 1)
+            if p_value > significance:
+                break
         found.append(Candidate(target, q, p_value))
+        first, end = parts[i]
         parts[i : i + 1] = [(first, target), (target, end)]
     return sorted(found, key=lambda c: c.index)
 

@@ -81,9 +81,7 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
         if any(c is None or not c.ok for c in got):
             continue
         typed = [c for c in got if c is not None]
-        groups = [c.pairs_of(basis[step]) or [v] for c in typed if (v := c.figure(basis[step])) is not None]
-        if len(groups) != len(typed):
-            continue
+        groups = [c.samples(basis[step]) for c in typed]
 
         def compare(i: int, typed: list[Count] = typed, step: str = step) -> Comparison:
             j = instructions.judge(typed[i - 1], typed[i], aa.get(step), basis[step])
