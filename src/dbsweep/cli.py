@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -515,6 +516,140 @@ def why(
         console.print("no per-function counts were kept for this step (count it again with this version).")
     for c in changes:
         console.print(f"  {report_fmt.function_change(c)}")
+
+
+BISECT_HELP = (
+    "Find the first commit between --good and --bad where the study's steps changed, and why.\n\n"
+    "How it decides: first good and bad are measured against each other, and only the steps whose verdict "
+    "differs are followed (none: it says so and stops). Then each probe, a commit built from the target's git:"
+    " source with its variant and config, is measured once by instructions per event (exact: a count does not "
+    "depend on the machine's noise), or by QPS in interleaved rounds of good, the probe and bad, two more "
+    "rounds while unsure up to measure.max_repeats. A probe is good when every step is the same as at good and"
+    " differs from bad as good does; bad when the reverse holds. Anything else is unsure, and an unsure probe "
+    "is never taken as good or bad: the search stops and reports the range it narrowed to, and why. A commit "
+    "that does not build is skipped and its neighbours are probed instead. The culprit is measured again "
+    "against its parent as a fresh pair before it is reported, with the functions whose instructions changed "
+    "most.\n\n"
+    "Every probe is stored in the workspace: run the same command again to resume or to report, with no build "
+    "and no probe repeated. Exits 0 when it names a culprit, 3 when it stops without one."
+)
+
+
+@app.command(help=BISECT_HELP)
+def bisect(
+    study: StudyArg,
+    good: Annotated[
+        str | None,
+        typer.Option("--good", help="A ref where the steps were as they should be, or a target of the study."),
+    ] = None,
+    bad: Annotated[
+        str | None, typer.Option("--bad", help="A later ref where they had changed, or a target of the study.")
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="A step of a series study already run: bisect its first change point, between the targets on its "
+            "two sides (their git: refs), on that step.",
+        ),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target", "-t", help="The target whose git: source, variant and config to bisect (default: the base)."
+        ),
+    ] = None,
+    steps: Annotated[
+        str | None, typer.Option("--steps", help="Comma-separated steps that changed (default: the study's).")
+    ] = None,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help="instructions (one count per commit: exact, and several probes at once) or qps (interleaved timed "
+            "rounds, for steps the suite does not count).",
+            case_sensitive=False,
+        ),
+    ] = "instructions",
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=1,
+            help="Probes counted at once, each on a CPU of its own (default: measure.instruction_jobs, else every "
+            "CPU). QPS probes run one at a time.",
+        ),
+    ] = None,
+    format: FormatOpt = "terminal",
+    out: OutOpt = None,
+) -> None:
+    """Find the first commit between --good and --bad where the study's steps changed, and why."""
+    from dbsweep.report import bisection as bisect_report
+    from dbsweep.report.output import Format, parse_format
+    from dbsweep.verdicts import probes
+
+    fmt = parse_format(format)
+    if fmt == Format.csv:
+        raise DbsweepError("--format: a bisection has no csv form; use terminal, markdown, html or json.")
+    if by.lower() not in ("instructions", "qps"):
+        raise DbsweepError(f"--by: {by!r} is neither instructions nor qps.")
+    decide_by: probes.By = "instructions" if by.lower() == "instructions" else "QPS"
+    s = _study(study, workspace)
+    try:
+        chosen = s.target(target or s.base)
+    except KeyError:
+        raise DbsweepError(
+            f"--target: no target {target!r} in {study}; have: {', '.join(t.label for t in s.targets)}"
+        ) from None
+    step_list = (
+        [_step_named(s, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
+        if steps
+        else s.steps()
+    )
+    if at is not None:
+        step = _step_named(s, at, "--at")
+        store = _open_store(s, must_exist=True, read_only=True)
+        try:
+            sides = probes.change_point(s, store, _latest_run(s, store, study), step, decide_by)
+        finally:
+            store.close()
+        good, bad = good or sides[0], bad or sides[1]
+        step_list = step_list if steps else [step]
+        err.print(f"bisecting the change point of {step} between {good} and {bad}")
+    if good is None or bad is None:
+        raise DbsweepError("bisect needs --good and --bad (refs, or targets of the study), or --at STEP of a series.")
+    if missing := [st for st in step_list if st not in s.steps()]:
+        raise DbsweepError(f"--steps: {study} does not run {', '.join(missing)}; its steps: {', '.join(s.steps())}.")
+    if decide_by == "instructions":
+        if not s.measure.instructions:
+            raise DbsweepError(f"{study}: --by instructions needs measure.instructions = true; or use --by qps.")
+        counted = s.bench.instruction_steps()
+        uncounted = [st for st in step_list if st not in counted]
+        if uncounted:
+            raise DbsweepError(
+                f"--steps: the {s.suite.name} suite counts no instructions for {', '.join(uncounted)}; "
+                "bisect those with --by qps."
+            )
+    url = probes.source_url(chosen)
+    good, bad = probes.ref_of(s, good, url), probes.ref_of(s, bad, url)
+    jobs = width or s.measure.instruction_jobs or len(os.sched_getaffinity(0))
+    request = probes.Request(s, chosen, good, bad, step_list, decide_by, jobs)
+    prober = probes.Prober(request, err, lambda m: err.print(say.styled(m, "dim")))
+    err.print(_preflight(prober.study(), counts_only=decide_by == "instructions"), soft_wrap=True)
+    with writing(s.workspace_dir):
+        store = _open_store(s, must_exist=False)
+        try:
+            try:
+                result = prober.run(store)
+            except KeyboardInterrupt:
+                err.print("interrupted: servers stopped; finished probes are kept, run again to continue.")
+                raise typer.Exit(130) from None
+        finally:
+            store.close()
+    _written(bisect_report.emit(result, fmt, out, console))
+    if result.state not in ("found",):
+        raise typer.Exit(3)
 
 
 @app.command()

@@ -172,6 +172,7 @@ class Runner:
         executor: Executor | None = None,
         only: Collection[str] | None = None,
         counts_only: bool = False,
+        count_steps: Collection[str] | None = None,
     ) -> None:
         self.study = study
         self.store = store
@@ -192,6 +193,8 @@ class Runner:
         # run --counts-only: the instruction counts alone, which a busy machine does not disturb (they count work,
         # not time); the timed cells and the profiles wait for a run on a quiet machine.
         self.counts_only = counts_only
+        # Only these steps' counts (a bisection counts the steps it follows, not the load before them).
+        self.count_steps = set(count_steps) if count_steps is not None else None
         try:
             self.cpus = placement.assign(study.measure.placement)
         except ValueError as e:
@@ -272,6 +275,7 @@ class Runner:
     def _instructions_todo(self, run_id: int) -> dict[str, list[str]]:
         """target -> the steps whose instructions per operation are still to count."""
         steps = list(self.suite.instruction_steps()) if self.study.measure.instructions else []
+        steps = [s for s in steps if self.count_steps is None or s in self.count_steps]
         if not steps:
             return {}
         have = self.store.instruction_counts(run_id)

@@ -162,7 +162,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
 def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
     """Two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server, client and
     valgrind, keeps the finished counts, and the next run takes only the rest."""
-    study = write_study(tmp, rows=10000, seconds=1, warmup=0, steps='["point-query", "read-only"]')
+    study = write_study(tmp, rows=2000, seconds=1, warmup=0, steps='["point-query", "read-only"]')
     measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
     study.write_text(study.read_text() + measure)
     proc = start_run(study)
@@ -193,7 +193,7 @@ def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
 def test_counts_only_takes_the_counts_and_leaves_the_cells(tmp: Path) -> None:
     """run --counts-only --target a: a's instruction counts (load and the step), none of the four timed cells,
     nothing of b's; the run after it takes the timed cells and b's counts, and a's counts are kept."""
-    study = write_study(tmp, rows=10000, seconds=1, warmup=0)
+    study = write_study(tmp, rows=2000, seconds=1, warmup=0)
     study.write_text(
         study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
     )
@@ -218,7 +218,7 @@ def test_counts_only_takes_the_counts_and_leaves_the_cells(tmp: Path) -> None:
 def test_a_build_valgrind_cannot_run_is_not_counted_and_not_built(tmp: Path) -> None:
     """b is built with -march=x86-64-v4 (AVX-512 on any CPU): run --counts-only --target b stores its counts as
     not counted, with the flag, and neither fetches nor builds anything to find that out."""
-    study = write_study(tmp, rows=10000, seconds=1, warmup=0)
+    study = write_study(tmp, rows=2000, seconds=1, warmup=0)
     text = study.read_text().replace(
         'source = "system"\nconfig = "cx10a_sb1g_c2r24"',
         'source = "15.18"\nvariant = "v4"\nconfig = "cx10a_sb1g_c2r24"',
@@ -246,7 +246,7 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     (configs / "plain.conf").write_text(base)
     (configs / "logged.conf").write_text(base + "\nlog_statement = 'all'\n")
     monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp / "configs"))
-    study = write_study(tmp, rows=10000, seconds=1, warmup=0, config_a="plain", config_b="logged")
+    study = write_study(tmp, rows=2000, seconds=1, warmup=0, config_a="plain", config_b="logged")
     perf = profile.detect()
     extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
     # Two counts at once, a CPU each: the verdict and the functions are the same as one at a time.

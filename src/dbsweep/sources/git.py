@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from dbsweep.errors import DbsweepError
@@ -180,3 +181,91 @@ def _archive(repo: Path, commit: str, entry: Path, errors: Path, url: str) -> Pa
 
 def _with_ref(tree: SourceTree, ref: str) -> SourceTree:
     return dataclasses.replace(tree, details={**tree.details, "ref": ref})
+
+
+# --- history, for bisection ------------------------------------------------------------------------------
+
+
+_FORMAT = "%H%x00%cI%x00%s"  # sha, committer date, subject
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    date: str  # the committer date, ISO 8601
+
+
+def history(location: str, good: str, bad: str, root: Path, log: Log = quiet) -> list[Commit]:
+    """The commits from `good` to `bad` along `bad`'s first parents, good first and bad last: the commits a
+    bisection chooses among. Refused, before anything is built, when a ref does not exist or `good` is not an
+    ancestor of `bad`."""
+    url = location if is_remote(location) else str(Path(location).expanduser().resolve())
+    repo = _repo_dir(root, url)
+    with locked(repo.with_suffix(".lock")):
+        if _local_commit(repo, good) is None or _local_commit(repo, bad) is None:
+            _clone_or_fetch(url, repo, root, log)
+        shas = {}
+        for side, ref in (("good", good), ("bad", bad)):
+            commit = _local_commit(repo, ref)
+            if commit is None:
+                raise DbsweepError(f"--{side}: {ref!r} is not a tag, branch or commit of {url}.")
+            shas[side] = commit
+    if shas["good"] == shas["bad"]:
+        raise DbsweepError(f"--good and --bad name the same commit, {shas['good'][:12]}: there is nothing between.")
+    ancestor = subprocess.run(
+        ["git", "-C", str(repo), "merge-base", "--is-ancestor", shas["good"], shas["bad"]],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if ancestor.returncode != 0:
+        raise DbsweepError(
+            f"--good {good} ({shas['good'][:12]}) is not an ancestor of --bad {bad} ({shas['bad'][:12]}) in {url}: "
+            "a bisection needs the good commit in the bad one's history (swap them if the change is the reverse)."
+        )
+    listed = run(
+        [
+            "git",
+            "-C",
+            repo,
+            "log",
+            "--first-parent",
+            "--reverse",
+            f"--format={_FORMAT}",
+            f"{shas['good']}..{shas['bad']}",
+        ],
+        "git log",
+    ).stdout
+    commits = [_commit(repo, shas["good"])]
+    for line in listed.splitlines():
+        sha, date, subject = line.split("\0", 2)
+        commits.append(Commit(sha, subject, date))
+    return commits
+
+
+def _commit(repo: Path, sha: str) -> Commit:
+    out = run(["git", "-C", repo, "show", "-s", f"--format={_FORMAT}", sha], "git show").stdout.strip()
+    full, date, subject = out.split("\0", 2)
+    return Commit(full, subject, date)
+
+
+def files_changed(location: str, sha: str, root: Path) -> list[str]:
+    """The files a commit changed against its first parent (from the cached clone)."""
+    url = location if is_remote(location) else str(Path(location).expanduser().resolve())
+    out = run(
+        [
+            "git",
+            "-C",
+            _repo_dir(root, url),
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "--first-parent",
+            "--root",
+            sha,
+        ],
+        "git diff-tree",
+    ).stdout
+    return [line for line in out.splitlines() if line]

@@ -1,0 +1,245 @@
+"""A bisection's answer (`verdicts.probes.Bisection`) in every report format: the culprit or the range left and
+why, the verdicts of the culprit against its parent, the functions that explain it, and the log of probes."""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbsweep.errors import DbsweepError
+from dbsweep.report import fmt
+from dbsweep.report.output import Format
+from dbsweep.say import styled
+from dbsweep.verdicts.bisect import StepJudgement
+from dbsweep.verdicts.probes import Bisection, label
+
+
+def headline(b: Bisection) -> str:
+    """The answer in a sentence."""
+    if b.culprit is not None and b.confirmed:
+        return f"The first bad commit is {label(b.culprit.sha)} ({b.culprit.subject})."
+    return f"No culprit named: {b.explanation}."
+
+
+def _change(b: Bisection) -> list[str]:
+    return [f"{s}: {v} {fmt.signed_pct(b.change_ratio.get(s))}" for s, v in b.change.items()]
+
+
+def _verified(j: StepJudgement) -> str:
+    return f"{j.against_good} {fmt.signed_pct(j.ratio_good)}"
+
+
+def _log_rows(b: Bisection) -> list[list[str]]:
+    rows = []
+    for p in b.probes:
+        steps = "; ".join(
+            f"{j.step}: {j.against_good} {fmt.signed_pct(j.ratio_good)} vs good, "
+            f"bad {j.against_bad} {fmt.signed_pct(j.ratio_bad)} vs it"
+            for j in p.judged
+        )
+        rounds = f" ({p.repeats} rounds)" if p.repeats else ""
+        rows.append(
+            [
+                str(p.round),
+                label(p.commit.sha),
+                f"{p.index}/{len(b.commits) - 1}",
+                p.outcome + rounds,
+                steps or p.why,
+                p.commit.subject,
+            ]
+        )
+    return rows
+
+
+LOG_HEADS = ["round", "commit", "at", "outcome", "steps", "subject"]
+
+
+def to_dict(b: Bisection) -> dict[str, Any]:
+    r = b.request
+    return {
+        "bisection": b.title,
+        "answer": headline(b),
+        "state": b.state,
+        "explanation": b.explanation,
+        "engine": r.study.engine,
+        "target": {"source": b.url, "variant": r.target.variant, "config": r.target.config},
+        "good": b.commits[0].sha,
+        "bad": b.commits[-1].sha,
+        "commits": len(b.commits) - 1,
+        "decided_by": r.by,
+        "steps": list(r.steps),
+        "change": {s: {"verdict": v, "ratio": b.change_ratio.get(s)} for s, v in b.change.items()},
+        "dropped_steps": b.dropped,
+        "culprit": None
+        if b.culprit is None
+        else {
+            "sha": b.culprit.sha,
+            "subject": b.culprit.subject,
+            "date": b.culprit.date,
+            "files": b.files,
+            "parent": b.parent.sha if b.parent else None,
+            "confirmed": b.confirmed,
+            "verified": {j.step: {"verdict": j.against_good, "ratio": j.ratio_good} for j in b.verified},
+            "why": {
+                s: [
+                    {
+                        "function": c.function,
+                        "place": fmt.function_place(c),
+                        "parent_per_op": c.base_self,
+                        "culprit_per_op": c.target_self,
+                        "delta_per_op": c.delta_self,
+                    }
+                    for c in changes
+                ]
+                for s, changes in b.why.items()
+            },
+        },
+        "left": [{"sha": c.sha, "subject": c.subject} for c in b.left],
+        "probes": [
+            {
+                "round": p.round,
+                "sha": p.commit.sha,
+                "subject": p.commit.subject,
+                "index": p.index,
+                "outcome": p.outcome,
+                "why": p.why,
+                "qps_rounds": p.repeats,
+                "steps": {
+                    j.step: {
+                        "against_good": j.against_good,
+                        "ratio_to_good": j.ratio_good,
+                        "bad_against_it": j.against_bad,
+                        "bad_ratio": j.ratio_bad,
+                    }
+                    for j in p.judged
+                },
+            }
+            for p in b.probes
+        ],
+        "builds": b.builds,
+        "seconds": round(b.seconds, 1),
+    }
+
+
+def markdown(b: Bisection) -> str:
+    out = [f"# {b.title}", "", f"**{headline(b)}**", ""]
+    out += [
+        f"- good {label(b.commits[0].sha)}, bad {label(b.commits[-1].sha)}: {len(b.commits) - 1} commits, "
+        f"decided by {b.request.by}"
+    ]
+    out += [f"- change from good to bad: {', '.join(_change(b)) or 'none'}"]
+    if b.dropped:
+        out += [f"- steps that did not differ, not followed: {', '.join(b.dropped)}"]
+    out += [f"- {len(b.probes)} probes, {b.builds} builds made, {b.seconds / 60:.1f} min", ""]
+    if b.culprit is not None:
+        c = b.culprit
+        out += [f"## Culprit {label(c.sha)}", "", f"- {c.subject}", f"- {c.date}", f"- sha {c.sha}"]
+        out += [f"- files: {', '.join(b.files)}"]
+        out += [
+            f"- parent {label(b.parent.sha) if b.parent else '-'} against it, fresh pair: "
+            + ", ".join(f"{j.step} {_verified(j)}" for j in b.verified)
+            + (" (confirmed)" if b.confirmed else " (not confirmed)"),
+            "",
+        ]
+        for step, changes in b.why.items():
+            out += [f"Why {step} (instructions per event, parent -> culprit):", "", "```"]
+            out += [fmt.function_change(ch) for ch in changes] + ["```", ""]
+    elif b.left:
+        out += ["## Commits left", ""] + [f"- {label(c.sha)} {c.subject}" for c in b.left] + [""]
+    out += ["## Log", "", "| " + " | ".join(LOG_HEADS) + " |", "|" + "---|" * len(LOG_HEADS)]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in _log_rows(b)]
+    return "\n".join(out) + "\n"
+
+
+def page(b: Bisection) -> str:
+    """A plain HTML page: the same content as the markdown, as tables."""
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{e(b.title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}pre{background:#f6f6f6;padding:6px}</style>",
+        "</head><body>",
+        f"<h1>{e(b.title)}</h1><p><b>{e(headline(b))}</b></p><ul>",
+        f"<li>good {e(label(b.commits[0].sha))}, bad {e(label(b.commits[-1].sha))}: {len(b.commits) - 1} commits, "
+        f"decided by {e(b.request.by)}</li>",
+        f"<li>change from good to bad: {e(', '.join(_change(b)) or 'none')}</li>",
+        f"<li>{len(b.probes)} probes, {b.builds} builds made, {b.seconds / 60:.1f} min</li></ul>",
+    ]
+    if b.culprit is not None:
+        c = b.culprit
+        parts += [
+            f"<h2>Culprit {e(label(c.sha))}</h2><ul><li>{e(c.subject)}</li><li>{e(c.date)}</li>",
+            f"<li>sha {e(c.sha)}</li><li>files: {e(', '.join(b.files))}</li>",
+            "<li>against its parent, fresh pair: "
+            + e(", ".join(f"{j.step} {_verified(j)}" for j in b.verified))
+            + (" (confirmed)" if b.confirmed else " (not confirmed)")
+            + "</li></ul>",
+        ]
+        for step, changes in b.why.items():
+            lines = "\n".join(fmt.function_change(ch) for ch in changes)
+            parts += [f"<p>Why {e(step)} (instructions per event, parent &rarr; culprit):</p><pre>{e(lines)}</pre>"]
+    elif b.left:
+        parts += ["<h2>Commits left</h2><ul>"] + [f"<li>{e(label(c.sha))} {e(c.subject)}</li>" for c in b.left]
+        parts += ["</ul>"]
+    parts += ["<h2>Log</h2><table><tr>" + "".join(f"<th>{h}</th>" for h in LOG_HEADS) + "</tr>"]
+    parts += ["<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in _log_rows(b)]
+    parts += ["</table></body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+def render(b: Bisection, console: Console) -> None:
+    good = b.culprit is not None and b.confirmed
+    console.print(styled(headline(b), "bold green" if good else "bold yellow"))
+    console.print(f"change from good to bad: {', '.join(_change(b)) or 'none'}")
+    if b.culprit is not None:
+        c = b.culprit
+        console.print(f"culprit {c.sha}\n  {c.subject}\n  {c.date}\n  files: {', '.join(b.files)}")
+        console.print(
+            "  against its parent, fresh pair: "
+            + ", ".join(f"{j.step} {_verified(j)}" for j in b.verified)
+            + (" (confirmed)" if b.confirmed else " (not confirmed)")
+        )
+        for step, changes in b.why.items():
+            console.print(f"  why {step}:")
+            for ch in changes:
+                console.print(f"    {fmt.function_change(ch)}", highlight=False)
+    elif b.left:
+        console.print("commits left: " + ", ".join(f"{label(c.sha)} {c.subject}" for c in b.left))
+    if b.probes:
+        table = Table(title="bisection log", title_justify="left")
+        for h in LOG_HEADS:
+            table.add_column(h, overflow="fold")
+        for row in _log_rows(b):
+            table.add_row(*row)
+        console.print(table)
+    console.print(f"{len(b.probes)} probes, {b.builds} builds made, {b.seconds / 60:.1f} min")
+
+
+def emit(b: Bisection, f: Format, out: Path | None, console: Console) -> Path | None:
+    """Prints the answer, or writes it to `out` (an HTML page goes to a file even without one)."""
+    if out is None and f == Format.terminal:
+        render(b, console)
+        return None
+    if f == Format.html and out is None:
+        out = Path(f"{b.title}.html")
+    if out is not None and not out.parent.is_dir():
+        raise DbsweepError(f"--out: the directory {out.parent} does not exist; make it first, or give another file.")
+    if f == Format.terminal:
+        from dbsweep import say
+
+        with out.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
+            render(b, say.console(file=fh, width=160, color_system=None, soft_wrap=False))
+        return out
+    body = markdown(b) if f == Format.markdown else page(b) if f == Format.html else json.dumps(to_dict(b), indent=2)
+    if out is None:
+        sys.stdout.write(body if body.endswith("\n") else body + "\n")
+        return None
+    out.write_text(body, encoding="utf-8")
+    return out
