@@ -425,23 +425,17 @@ def interrupt_with_sigint_ignored(
     return proc.returncode, out, children
 
 
-def sigkill_during_count(study: Path, target: str, where: Path) -> None:
-    """`dbsweep run STUDY --counts-only --target TARGET`, killed with SIGKILL once valgrind runs: its servers,
-    clients and valgrind die with it, nothing runs under `where`, every count stored is whole or a failure that
-    says why, and `status` still reads the store."""
-    proc = subprocess.Popen(
-        [*DBSWEEP, "run", str(study), "--counts-only", "--target", target],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def counting(proc: subprocess.Popen[str]) -> bool:
+    """Whether valgrind runs under `proc` (an instruction count is under way)."""
+    return any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc)))
+
+
+def sigkill_when(args: list[str], ready: Callable[[subprocess.Popen[str]], bool], where: Path, timeout: float) -> None:
+    """`dbsweep ARGS`, killed with SIGKILL once `ready(proc)` (or once it ended, which fails the test): its
+    servers, clients and valgrind die with it, and nothing runs under `where` afterwards."""
+    proc = subprocess.Popen([*DBSWEEP, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-
-        def counting() -> bool:
-            return any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc))) or proc.poll() is not None
-
-        wait_for(counting, timeout=300)
+        wait_for(lambda: proc.poll() is not None or ready(proc), timeout=timeout)
         children = alive(children_of(proc))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
@@ -449,9 +443,16 @@ def sigkill_during_count(study: Path, target: str, where: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL, proc.stdout.read() if proc.stdout else ""
     wait_for(lambda: not alive(children), timeout=60)
     assert not wait_no_processes(where, timeout=30)
+
+
+def sigkill_during_count(study: Path, target: str, where: Path) -> None:
+    """`dbsweep run STUDY --counts-only --target TARGET`, killed with SIGKILL once valgrind runs: its servers,
+    clients and valgrind die with it, nothing runs under `where`, every count stored is whole or a failure that
+    says why, and `status` still reads the store."""
+    sigkill_when(["run", str(study), "--counts-only", "--target", target], counting, where, timeout=300)
     with sqlite3.connect(where / "ws" / "results.db") as db:
         rows = db.execute("SELECT step, per_event, error FROM instructions").fetchall()
     for step, per_event, error in rows:

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbsweep import configs, installs, machine, paths, placement, plan, unsafe
+from dbsweep import configdiff, configs, installs, machine, paths, placement, plan, unsafe
 from dbsweep.build import cache
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
@@ -542,7 +542,7 @@ def _data_bytes(study: Study, engine: Engine, config: str) -> int:
     """A data directory at its largest: the suite's tables and indexes, and what the engine adds to them."""
     tables = study.bench.data_bytes()
     try:
-        diff: configs.ConfigDiff | None = configs.load(study.engine, config)
+        diff: configdiff.ConfigDiff | None = configs.load(study.engine, config)
     except DbsweepError:
         diff = None
     return engine.storage_bytes(diff, tables)

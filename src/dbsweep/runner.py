@@ -366,6 +366,13 @@ class Runner:
             def done(task: countpool.Task, key: countpool.Key, data: dict[str, Any], error: str | None) -> None:
                 if error:
                     failed.add(task.label)
+                ready = prepared[task.label]
+                if data and isinstance(ready, Prepared):  # what built the count's binary, as a cell records it
+                    target = self.study.target(task.label)
+                    data = {
+                        **data,
+                        "build": {"engine": self.study.engine, "variant": target.variant, **ready.install.provenance},
+                    }
                 for step in task.steps[task.keys.index(key)]:
                     self.store.write_instructions(run_id, target_ids[task.label], step, data, error)
                     if error and not log.active:

@@ -6,17 +6,30 @@ the file, the field path and the problem.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    SerializeAsAny,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-from dbsweep import configs, paths, unsafe
+from dbsweep import configs, paths, ranges, unsafe
 from dbsweep.build import variants as recipes
 from dbsweep.engines import registry as engine_registry
 from dbsweep.errors import DbsweepError, StudyError
@@ -65,18 +78,39 @@ class VariantSpec(_Strict):
     pgo: bool = False
 
 
-# A study names one of the registered engines.
-if TYPE_CHECKING:
-    EngineName = str
-else:
-    EngineName = Literal[engine_registry.names()]
+def _expected(names: Sequence[str]) -> str:
+    """`'a', 'b' or 'c'`, as pydantic words a Literal's choices."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
-# The [suite] table is validated by the settings model of the suite it names (a discriminated union over
-# the registered suites); the type checker sees their common base.
-if TYPE_CHECKING:
-    SuiteTable = SuiteSettings
-else:
-    SuiteTable = Annotated[Union[suite_registry.settings_models()], Field(discriminator="name")]  # noqa: UP007
+
+def _registered_engine(value: Any) -> Any:
+    """A study names one of the engines registered when it is read (not when this module was imported: a test
+    may register a stand-in), refused with the words a Literal of their names would use."""
+    names = engine_registry.names()
+    if value not in names:
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _expected(names)})
+    return value
+
+
+EngineName = Annotated[str, BeforeValidator(_registered_engine)]
+
+
+@functools.cache
+def _suite_union(models: tuple[type[SuiteSettings], ...]) -> TypeAdapter[SuiteSettings]:
+    union: Any = Annotated[Union[models], Field(discriminator="name")]  # noqa: UP007 - a type made at run time
+    return TypeAdapter(union)
+
+
+def _suite_settings(value: Any) -> SuiteSettings:
+    """The [suite] table validated by the settings model of the suite it names: a discriminated union over the
+    suites registered when the study is read (a test may register a stand-in), so its errors keep the union's
+    locations (`suite.<name>.<field>`) and words."""
+    return _suite_union(suite_registry.settings_models()).validate_python(value)
+
+
+# Serialised as the suite's own model, not as the common base the type checker sees.
+SuiteTable = Annotated[SerializeAsAny[SuiteSettings], PlainValidator(_suite_settings)]
 
 
 class Measure(_Strict):
@@ -407,6 +441,7 @@ def load_study(path: str | Path) -> Study:
         raise StudyError([f"{where}: not valid TOML: {e}"]) from None
     if "path" in data:
         raise StudyError([f"{where}: path: unknown key; allowed keys: {_allowed_keys(Study)}"])
+    data = ranges.expand(data, where)
     try:
         study = Study.model_validate({**data, "path": p.resolve()})
     except ValidationError as e:

@@ -14,10 +14,11 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dbsweep import configs
+from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError
 
 if TYPE_CHECKING:
-    from dbsweep.configs import ConfigDiff
+    from dbsweep.configdiff import ConfigDiff
     from dbsweep.study import Study
 
 PROVENANCE_KEY = "unsafe_settings_allowed"
@@ -26,8 +27,6 @@ PROVENANCE_KEY = "unsafe_settings_allowed"
 def study_problems(study: Study) -> list[tuple[str, str]]:
     """(field, message) for every allow_unsafe_settings entry that names no unsafe setting, and every config
     that sets an unsafe setting the study does not allow (once per config, at the first target naming it)."""
-    from dbsweep.engines.registry import engine_named
-
     engine = engine_named(study.engine)
     out: list[tuple[str, str]] = []
     for i, name in enumerate(study.allow_unsafe_settings):
@@ -64,8 +63,6 @@ def _configs(study: Study) -> Iterator[tuple[str, ConfigDiff]]:
 def warnings(study: Study) -> list[tuple[str, str]]:
     """(field, message) for every unsafe setting a config sets and the study allows: `validate` and `run` say
     so before any work."""
-    from dbsweep.engines.registry import engine_named
-
     engine = engine_named(study.engine)
     out: list[tuple[str, str]] = []
     for field, diff in _configs(study):
@@ -83,8 +80,6 @@ def warnings(study: Study) -> list[tuple[str, str]]:
 def allowed_in(engine_name: str, config_text: str) -> dict[str, str]:
     """The unsafe settings a fitted config sets (the run got this far, so the study allowed them), each with
     why it is unsafe: for the provenance."""
-    from dbsweep.engines.registry import engine_named
-
     engine = engine_named(engine_name)
     lines = [(line, f"line {n}") for n, line in enumerate(config_text.splitlines(), 1)]
     return {u.name: u.reason for u in engine.unsafe_in(engine.parse_config(lines))}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -24,7 +23,7 @@ from dbsweep.engines.registry import engine_named
 from dbsweep.sources import debian
 
 from ..bisectrepo import make
-from ..conftest import DBSWEEP, ROOT, alive, children_of, cmdline, dbsweep, wait_for, wait_no_processes
+from ..conftest import counting, dbsweep, sigkill_when
 
 pytestmark = pytest.mark.server
 
@@ -115,31 +114,13 @@ def test_bisect_by_instructions_names_the_commit_and_resumes_after_sigkill(
 ) -> None:
     path, shas = repo
     study = _study(tmp, path)
-    args = [*DBSWEEP, "bisect", str(study), "--good", shas[0][:10], "--bad", "main", "--format", "json"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        # Killed once the endpoints are counted and a probe's count has begun.
-        def probing() -> bool:
-            if proc.poll() is not None:
-                return True
-            try:
-                stored = {name for name, _s in _counts(tmp / "ws")}
-            except sqlite3.Error:
-                return False
-            return len(stored) >= 2 and any("valgrind" in " ".join(cmdline(p)) for p in alive(children_of(proc)))
+    args = ["bisect", str(study), "--good", shas[0][:10], "--bad", "main", "--format", "json"]
 
-        wait_for(probing, timeout=900)
-        wait_for(lambda: len(_counts(tmp / "ws")) >= 3 or proc.poll() is not None, timeout=300)
-        children = alive(children_of(proc))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL, proc.stdout.read() if proc.stdout else ""
-    wait_for(lambda: not alive(children), timeout=60)
-    assert not wait_no_processes(tmp, timeout=30)
+    def probing(proc: subprocess.Popen[str]) -> bool:
+        """The endpoints and one probe counted, and another count under way."""
+        return len(_counts(tmp / "ws")) >= 3 and counting(proc)
+
+    sigkill_when(args, probing, tmp, timeout=1200)
     before = _counts(tmp / "ws")
     assert len(before) >= 3
     built = _built()
@@ -150,6 +131,7 @@ def test_bisect_by_instructions_names_the_commit_and_resumes_after_sigkill(
     culprit = answer["culprit"]
     assert culprit["sha"] == shas[CULPRIT] and culprit["parent"] == shas[CULPRIT - 1]
     assert culprit["confirmed"] and culprit["verified"]["point-query_range=100"]["verdict"] == "slower"
+    assert culprit["verified"]["point-query_range=100"]["floor"] >= 0.002
     assert "src/vdbeapi.c" in culprit["files"] and "loop in sqlite3_step" in culprit["subject"]
     assert culprit["why"]["point-query_range=100"][0]["function"] == "bisectAddedCost"
     assert answer["change"]["point-query_range=100"]["verdict"] == "slower"
@@ -163,6 +145,11 @@ def test_bisect_by_instructions_names_the_commit_and_resumes_after_sigkill(
     probed = [(p["index"], p["outcome"]) for p in answer["probes"]]
     assert len({i for i, _o in probed}) == len(probed) <= 6
     assert all((o == "bad") == (i >= CULPRIT) for i, o in probed)
+    # Every probe's count records the build it ran: the commit, the flags, the compiler.
+    for (name, _step), (_rowid, data) in after.items():
+        build = json.loads(data)["build"]
+        assert build["source_identity"] == f"git:{next(s for s in shas if s.startswith(name[:12]))}", name
+        assert "-O1" in build["cflags"] and build["compiler_version"] and build["variant"] == "o1"
     # A third call replays it from the store: the same answer, in markdown, with nothing run.
     md = dbsweep("bisect", study, "--good", shas[0][:10], "--bad", "main", "--format", "markdown").stdout
     assert f"The first bad commit is {shas[CULPRIT][:12]}" in md and "bisectAddedCost" in md

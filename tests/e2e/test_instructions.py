@@ -159,13 +159,14 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
     assert wait_no_processes(tmp, timeout=5) == []
 
 
-def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
-    """Two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server, client and
-    valgrind, keeps the finished counts, and the next run takes only the rest."""
+def test_counts_at_once_stop_on_ctrl_c_then_counts_only_then_the_cells(tmp: Path) -> None:
+    """run --counts-only, two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server,
+    client and valgrind and keeps the finished counts. Then --counts-only --target a takes a's remaining counts and
+    nothing of b's, no timed cell; the run after takes the timed cells and b's counts, and no count is taken again."""
     study = write_study(tmp, rows=2000, seconds=1, warmup=0, steps='["point-query", "read-only"]')
     measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
     study.write_text(study.read_text() + measure)
-    proc = start_run(study)
+    proc = start_run(study, "--counts-only")
     try:
 
         def counting() -> int:
@@ -183,36 +184,32 @@ def test_ctrl_c_of_counts_at_once_leaves_nothing_and_resumes(tmp: Path) -> None:
             proc.wait()
     assert proc.returncode == 130, out
     assert wait_no_processes(tmp, timeout=10) == []
-    again = dbsweep("run", study)
-    assert "instruction count" in again.stderr and "0 to run" in again.stderr, again.stderr
-    data = json.loads(dbsweep("report", study, "--format", "json").stdout)
-    counted = {(x["target"], x["step"]) for x in data["instructions"] if x.get("per_event")}
-    assert {("a", "point-query_range=100"), ("b", "read-only_range=100"), ("b", "load")} <= counted
-
-
-def test_counts_only_takes_the_counts_and_leaves_the_cells(tmp: Path) -> None:
-    """run --counts-only --target a: a's instruction counts (load and the step), none of the four timed cells,
-    nothing of b's; the run after it takes the timed cells and b's counts, and a's counts are kept."""
-    study = write_study(tmp, rows=2000, seconds=1, warmup=0)
-    study.write_text(
-        study.read_text() + "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\n"
-    )
-    first = dbsweep("run", study, "--counts-only", "--target", "a")
-    assert re.search(r"a point-query_range=100 instructions: [\d,]+ instructions per event", first.stderr), first.stderr
-    assert "the timed cells wait" in first.stdout
-    assert "done 0, failed 0, pending 4" in dbsweep("status", study).stdout
 
     def counted() -> dict[tuple[str, str], float]:
         data = json.loads(dbsweep("report", study, "--format", "json").stdout)
         return {(x["target"], x["step"]): x["per_event"] for x in data["instructions"] if x.get("per_event")}
 
+    interrupted = counted()
+    first = dbsweep("run", study, "--counts-only", "--target", "a")
+    assert (
+        re.search(r"a read-only_range=100 instructions: [\d,]+ instructions per event", first.stderr)
+        or ("a", "read-only_range=100") in interrupted
+    ), first.stderr
+    assert "the timed cells wait" in first.stdout
+    assert "done 0, failed 0, pending 6" in dbsweep("status", study).stdout
     kept = counted()
-    assert set(kept) == {("a", "load"), ("a", "point-query_range=100")}
+    assert {k for k in kept if k[0] == "a"} == {
+        ("a", "load"),
+        ("a", "point-query_range=100"),
+        ("a", "read-only_range=100"),
+    }
+    assert {k for k in kept if k[0] == "b"} == {k for k in interrupted if k[0] == "b"}  # nothing more of b's
+    assert all(kept[k] == v for k, v in interrupted.items())  # what Ctrl-C left was kept
     dbsweep("run", study)
-    assert "done 4, failed 0, pending 0" in dbsweep("status", study).stdout
+    assert "done 6, failed 0, pending 0" in dbsweep("status", study).stdout
     after = counted()
-    assert set(after) == set(kept) | {("b", "load"), ("b", "point-query_range=100")}
-    assert all(after[k] == v for k, v in kept.items())  # a's counts were not taken again
+    assert set(after) == {(t, s) for t in "ab" for s in ("load", "point-query_range=100", "read-only_range=100")}
+    assert all(after[k] == v for k, v in kept.items())  # no count was taken again
 
 
 def test_a_build_valgrind_cannot_run_is_not_counted_and_not_built(tmp: Path) -> None:

@@ -34,9 +34,11 @@ def _needs_db_bench() -> str:
     return versions[0]
 
 
-def _study(tmp: Path, config: str = "hyper_clock", write_seconds: int = 2, steps: str = '"seed"') -> Path:
+def _study(
+    tmp: Path, config: str = "hyper_clock", write_seconds: int = 2, steps: str = '"seed"', clients: str = "[1, 2]"
+) -> Path:
     suite = f"read_seconds = 2\nwrite_seconds = {write_seconds}\nsettle_seconds = 1\ncache_mb = 64"
-    return write_dbbench_study(tmp, config=config, steps=steps, clients="[1, 2]", suite=suite)
+    return write_dbbench_study(tmp, config=config, steps=steps, clients=clients, suite=suite)
 
 
 def _cells(tmp: Path) -> list[tuple[str, str, int, str, dict[str, object]]]:
@@ -139,7 +141,7 @@ def test_a_read_of_a_database_no_step_loads_is_refused_before_it_runs(tmp_path: 
 
 def test_a_killed_db_bench_is_a_failed_cell_and_the_run_resumes(tmp_path: Path) -> None:
     _needs_db_bench()
-    study = _study(tmp_path, write_seconds=6, steps='["fillseq", "readwhilewriting"]')
+    study = _study(tmp_path, write_seconds=6, steps='["fillseq", "readwhilewriting"]', clients="[1]")
     proc = start_run(study)
     try:
         victim = None

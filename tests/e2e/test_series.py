@@ -30,6 +30,7 @@ clients = [1]
 [measure]
 instructions = true
 instruction_seconds = 1
+instruction_pairs = 1
 """
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dbsweep.errors import DbsweepError
-from dbsweep.verdicts.bisect import Search, StepJudgement, classify, confirm
+from dbsweep.verdicts.bisect import Search, Side, StepJudgement, classify, confirm
 
 COMMITS = [f"{i:02d}" + "0" * 38 for i in range(14)]  # good is 0, bad is 13
 
@@ -95,7 +95,7 @@ def test_probes_to_go() -> None:
 
 
 def _j(step: str, g: str, b: str) -> StepJudgement:
-    return StepJudgement(step, g, b)
+    return StepJudgement(step, Side(g), Side(b))
 
 
 def test_classify() -> None:
@@ -155,3 +155,54 @@ def test_a_target_stands_for_its_ref(tmp_path: Path) -> None:
         ref_of(study, "new", "/src/sqlite")
     with pytest.raises(DbsweepError, match="between commits of a git: source"):
         ref_of(study, "deb", "/src/sqlite")
+
+
+def test_the_answer_in_every_format(tmp_path: Path) -> None:
+    """A bisection's answer: the culprit with its facts, the fresh pair's verdicts with their floor, the function
+    that explains it and the log, in terminal, markdown, HTML and JSON; a stopped one names no commit."""
+    import io
+    import json
+
+    from dbsweep import say
+    from dbsweep.measure.functions import FunctionChange
+    from dbsweep.report import bisection as rb
+    from dbsweep.sources.git import Commit
+    from dbsweep.study import load_study
+    from dbsweep.verdicts.probes import Bisection, Probe, Request
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'engine = "sqlite"\nbase = "head"\n[suite]\nsteps = ["point-query"]\n'
+        '[[targets]]\nname = "head"\nsource = "git:/src/sqlite@main"\nconfig = "wal_normal"\n'
+    )
+    study = load_study(path)
+    commits = [Commit(c, f"note {i}", f"2026-01-01T00:{i:02d}:00+00:00") for i, c in enumerate(COMMITS)]
+    step = "point-query_range=100"
+    slower = Side("slower", 1.685, floor=0.002)
+    b = Bisection(Request(study, study.targets[0], "a", "b", [step], "instructions", 2), "/src/sqlite", commits)
+    b.change, b.change_sides = {step: "slower"}, {step: slower}
+    b.probes = [
+        Probe(commits[6], 6, "good", "", (StepJudgement(step, Side("same", 1.0001), Side("slower", 1.68)),), 1),
+        Probe(commits[9], 9, "bad", "", (StepJudgement(step, Side("slower", 1.68), Side("same", 1.0)),), 1),
+        Probe(commits[7], 7, "skipped", "does not build", (), 2),
+    ]
+    b.state, b.explanation = "found", "the first bad commit is ..."
+    b.culprit, b.parent, b.files, b.confirmed = commits[8], commits[7], ["src/vdbeapi.c"], True
+    b.verified = {step: slower}
+    b.why = {step: (FunctionChange("bisectAddedCost", "sqlite3.c", 88123, 0.0, 3612.0, None, None, 1.0),)}
+    buf = io.StringIO()
+    rb.render(b, say.console(file=buf, width=200, color_system=None))
+    md, page, js = rb.markdown(b), rb.page(b), json.loads(json.dumps(rb.to_dict(b)))
+    for text in (buf.getvalue(), md, page):
+        assert f"The first bad commit is {COMMITS[8][:12]} (note 8)" in text
+        assert "slower +68.50% (floor 0.20%)" in text and "bisectAddedCost" in text and "src/vdbeapi.c" in text
+        assert COMMITS[7][:12] in text and "skipped" in text and "does not build" in text
+    assert js["culprit"]["sha"] == COMMITS[8] and js["culprit"]["parent"] == COMMITS[7]
+    assert js["culprit"]["verified"][step]["floor"] == 0.002 and js["culprit"]["why"][step][0]["delta_per_op"] == 3612
+    assert [p["outcome"] for p in js["probes"]] == ["good", "bad", "skipped"]
+    assert js["probes"][0]["steps"][step]["bad_against_it"]["verdict"] == "slower"
+
+    b.state, b.culprit, b.explanation = "stuck", None, "stopped in 0..13: ... is unsure"
+    b.left = commits[1:]
+    assert rb.headline(b).startswith("No culprit named: stopped in 0..13")
+    assert rb.to_dict(b)["culprit"] is None and "Commits left" in rb.markdown(b)

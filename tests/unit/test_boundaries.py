@@ -1,13 +1,19 @@
 """The architecture's two boundaries hold: outside `engines/` no module imports a database driver or names an
 engine, and outside `engines/` and `suites/` no module names a suite (or its steps). Comments and docstrings
-may speak of them; code may not: identifiers and string literals are checked, token by token."""
+may speak of them; code may not: identifiers and string literals are checked, token by token.
+
+And dbsweep's own imports run one way: no cycle among the imports at the top of its modules, and none hidden by
+an import inside a function where two were found (configs and the engine registry; a suite's report module and
+the suite registry)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -92,3 +98,181 @@ def test_the_checks_see_what_they_look_for(tmp_path: Path) -> None:
     words = [w for _, w in code_words(p)]
     assert '"postgres"' in words and not any("Postgres is fine" in w for w in words)
     assert "psycopg" in imports(p)
+
+
+# ---- dbsweep's own imports --------------------------------------------------------------------------------
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _module_of(name: str) -> str | None:
+    """The module of dbsweep's that `name` is or is in (a module, or a name a module defines); None outside."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
+
+
+@functools.cache
+def import_edges(name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The dbsweep modules `name` imports: (when it is imported, inside its functions). An `if TYPE_CHECKING:`
+    block imports nothing; importing a.b.c runs a and a.b first, except the importer's own packages, which
+    are imported before it is (unless it imports from one of them by name: then it needs it whole)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    top: set[str] = set()
+    lazy: set[str] = set()
+
+    def add(target: str | None, into: set[str]) -> None:
+        if target is None or target == name:
+            return
+        into.add(target)
+        parts = target.split(".")
+        for i in range(2, len(parts)):
+            prefix = ".".join(parts[:i])
+            if prefix in MODULES and not name.startswith(prefix + "."):
+                into.add(prefix)
+
+    def visit(nodes: Iterable[ast.AST], into: set[str]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and _type_checking(node):
+                visit(node.orelse, into)
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    add(_module_of(alias.name), into)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{anchor}.{base}" if base else anchor
+                for alias in node.names:
+                    # `from a import b`: module a.b, or a name a defines (then a must be whole).
+                    sub = f"{base}.{alias.name}"
+                    add(sub if sub in MODULES else _module_of(base), into)
+            # A function's body runs when it is called; a class's body, like the module's, when it is imported.
+            body_into = lazy if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else into
+            visit(ast.iter_child_nodes(node), body_into)
+
+    visit(ast.parse(path.read_text()).body, top)
+    return frozenset(top), frozenset(lazy)
+
+
+def import_graph(lazy: bool) -> dict[str, set[str]]:
+    """module -> the modules it imports at import time (and, with `lazy`, inside functions too)."""
+    graph = {}
+    for name in MODULES:
+        top, inside = import_edges(name)
+        graph[name] = set(top | inside if lazy else top)
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def cycle_of(module: str, graph: Mapping[str, set[str]]) -> list[str]:
+    return next((c for c in cycles(graph) if module in c), [])
+
+
+def reachable(start: str, graph: Mapping[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+# A suite's own report tables: the suite imports them when a report asks (`Suite.report_tables`), since they read
+# the report model, which sits above the study that names the suite; they import their suite at their top.
+SUITE_REPORTS = sorted(n for n in MODULES if re.fullmatch(r"dbsweep\.suites\.\w+\.report", n))
+
+
+def test_no_cycle_among_the_imports_at_the_top_of_modules() -> None:
+    assert cycles(import_graph(lazy=False)) == []
+
+
+def test_configs_and_the_engine_registry_import_one_way() -> None:
+    # configs looks an engine up by name in the registry, at its top; the engines import configdiff, never
+    # configs, so no import inside a function (the registry's of the engines, for their drivers) closes a cycle.
+    graph = import_graph(lazy=True)
+    assert "dbsweep.engines.registry" in import_edges("dbsweep.configs")[0]
+    assert cycle_of("dbsweep.configs", graph) == []
+    assert cycle_of("dbsweep.engines.registry", graph) == []
+    for module in ("dbsweep.configs", "dbsweep.configdiff"):
+        assert not import_edges(module)[1], f"{module} imports inside a function"
+    # What the engines need of a config diff does not need the registry at all.
+    assert not reachable("dbsweep.configdiff", graph) & {"dbsweep.configs", "dbsweep.engines.registry"}
+
+
+def test_suite_reports_import_their_suite_at_the_top() -> None:
+    assert SUITE_REPORTS, "no suite has report tables of its own: the check below checks nothing"
+    graph = import_graph(lazy=True)
+    for report in SUITE_REPORTS:
+        suite = report.removesuffix(".report")
+        top, inside = import_edges(report)
+        assert suite in top, f"{report} does not import {suite} at its top"
+        assert not inside, f"{report} imports {sorted(inside)} inside a function"
+        # The suite's import of its report tables, when a report asks, is the one that may close a cycle: without
+        # it, nothing the suites import at any time leads back to them.
+        graph[suite] = graph[suite] - {report}
+    hidden = [c for c in cycles(graph) if any(m.startswith("dbsweep.suites") for m in c)]
+    assert hidden == [], hidden
+
+
+def test_the_import_checks_see_what_they_look_for() -> None:
+    # The graph is itself tested: a cycle is found, and an import inside a function or under TYPE_CHECKING is
+    # told apart from one at a module's top.
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    top, inside = import_edges("dbsweep.suites.ibench")
+    assert "dbsweep.suites.base" in top and "dbsweep.report.tables" not in top | inside  # under TYPE_CHECKING
+    assert "dbsweep.suites.ibench.report" in inside
+    assert "dbsweep.engines.mariadb" in import_edges("dbsweep.engines.registry")[1]
+    assert "dbsweep.measure.sampler" in import_edges("dbsweep.measure")[0]  # a relative import

@@ -17,7 +17,7 @@ from dbsweep.build import cache
 from dbsweep.build.compiler import Compiler
 from dbsweep.build.recipe import Phase
 from dbsweep.build.variants import Variant, builtin
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines.mariadb import Install, Server, config, instance, source, stop_stale
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.mariadb.build import OPTIONS, RECIPE, cxx_compiler, read_cmake_cache

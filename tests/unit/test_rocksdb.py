@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines.rocksdb import config, source
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.measure.integrity import check

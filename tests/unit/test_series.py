@@ -104,8 +104,12 @@ def test_the_report_shows_the_trend_and_its_change_point(tmp_path: Path) -> None
     assert "Over the series" in markdown.render(d)
     page = html.render(d)
     assert "Over the series" in page and "change point between v3 and v4: slower +8.96%" in page
+    # The chart: every figure relative to the first target, with each target's samples as its bars.
+    assert 'id="chart-trend"' in page and "relative to the first target" in page
     (qps,) = [s for s in json.loads(csv_json.to_json(d))["series"] if s["figure"] == "QPS"]
     assert qps["change_points"][0]["after"] == "v4" and qps["change_points"][0]["confirmed"]
+    assert all(lo <= v <= hi for lo, v, hi in zip(qps["lows"], qps["values"], qps["highs"], strict=True))
+    assert qps["lows"][0] < qps["highs"][0]  # three repetitions, spread
 
 
 def test_a_series_differs_in_one_axis_and_has_three_targets(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from dbsweep.build.recipe import Phase
 from dbsweep.build.variants import builtin
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines.registry import engine_named
 from dbsweep.engines.sqlite import config, source
 from dbsweep.engines.sqlite.build import OPTIONS, RECIPE

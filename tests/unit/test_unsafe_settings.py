@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dbsweep import configs, provenance, say, unsafe
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines.base import Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, StudyError

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dbsweep import machine, preflight
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configdiff import ConfigDiff, Setting
 from dbsweep.engines import base
 from dbsweep.engines.mariadb import config as mariadb_config
 from dbsweep.engines.mariadb import values as mariadb_values

@@ -30,7 +30,7 @@ from dbsweep.errors import DbsweepError
 
 if TYPE_CHECKING:
     from dbsweep.build.recipe import Recipe
-    from dbsweep.configs import ConfigDiff, Setting
+    from dbsweep.configdiff import ConfigDiff, Setting
     from dbsweep.sources import Naming
 
 Kind = Literal["server", "embedded", "tool"]

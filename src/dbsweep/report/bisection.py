@@ -16,7 +16,7 @@ from dbsweep.errors import DbsweepError
 from dbsweep.report import fmt
 from dbsweep.report.output import Format
 from dbsweep.say import styled
-from dbsweep.verdicts.bisect import StepJudgement
+from dbsweep.verdicts.bisect import Side
 from dbsweep.verdicts.probes import Bisection, label
 
 
@@ -27,20 +27,36 @@ def headline(b: Bisection) -> str:
     return f"No culprit named: {b.explanation}."
 
 
+def side(v: Side) -> str:
+    """`slower +68.50% (floor 0.20%)` for a count, `slower -12.1% (interval 0.85-0.91)` for QPS."""
+    behind = (
+        f" (interval {v.low:.3f}-{v.high:.3f})"
+        if v.low is not None and v.high is not None
+        else f" (floor {fmt.pct(v.floor, 2)})"
+        if v.floor is not None
+        else ""
+    )
+    return f"{v.verdict} {fmt.signed_pct(v.ratio)}{behind}"
+
+
+def _side_dict(v: Side) -> dict[str, Any]:
+    return {"verdict": v.verdict, "ratio": v.ratio, "low": v.low, "high": v.high, "floor": v.floor}
+
+
 def _change(b: Bisection) -> list[str]:
-    return [f"{s}: {v} {fmt.signed_pct(b.change_ratio.get(s))}" for s, v in b.change.items()]
+    return [f"{s}: {side(v)}" for s, v in b.change_sides.items()]
 
 
-def _verified(j: StepJudgement) -> str:
-    return f"{j.against_good} {fmt.signed_pct(j.ratio_good)}"
+def _verified(b: Bisection) -> str:
+    return ", ".join(f"{s} {side(v)}" for s, v in b.verified.items())
 
 
 def _log_rows(b: Bisection) -> list[list[str]]:
     rows = []
     for p in b.probes:
         steps = "; ".join(
-            f"{j.step}: {j.against_good} {fmt.signed_pct(j.ratio_good)} vs good, "
-            f"bad {j.against_bad} {fmt.signed_pct(j.ratio_bad)} vs it"
+            f"{j.step}: {j.good.verdict} {fmt.signed_pct(j.good.ratio)} vs good, "
+            f"bad {j.bad.verdict} {fmt.signed_pct(j.bad.ratio)} vs it"
             for j in p.judged
         )
         rounds = f" ({p.repeats} rounds)" if p.repeats else ""
@@ -74,7 +90,7 @@ def to_dict(b: Bisection) -> dict[str, Any]:
         "commits": len(b.commits) - 1,
         "decided_by": r.by,
         "steps": list(r.steps),
-        "change": {s: {"verdict": v, "ratio": b.change_ratio.get(s)} for s, v in b.change.items()},
+        "change": {s: _side_dict(v) for s, v in b.change_sides.items()},
         "dropped_steps": b.dropped,
         "culprit": None
         if b.culprit is None
@@ -85,7 +101,7 @@ def to_dict(b: Bisection) -> dict[str, Any]:
             "files": b.files,
             "parent": b.parent.sha if b.parent else None,
             "confirmed": b.confirmed,
-            "verified": {j.step: {"verdict": j.against_good, "ratio": j.ratio_good} for j in b.verified},
+            "verified": {s: _side_dict(v) for s, v in b.verified.items()},
             "why": {
                 s: [
                     {
@@ -111,13 +127,7 @@ def to_dict(b: Bisection) -> dict[str, Any]:
                 "why": p.why,
                 "qps_rounds": p.repeats,
                 "steps": {
-                    j.step: {
-                        "against_good": j.against_good,
-                        "ratio_to_good": j.ratio_good,
-                        "bad_against_it": j.against_bad,
-                        "bad_ratio": j.ratio_bad,
-                    }
-                    for j in p.judged
+                    j.step: {"against_good": _side_dict(j.good), "bad_against_it": _side_dict(j.bad)} for j in p.judged
                 },
             }
             for p in b.probes
@@ -143,7 +153,7 @@ def markdown(b: Bisection) -> str:
         out += [f"- files: {', '.join(b.files)}"]
         out += [
             f"- parent {label(b.parent.sha) if b.parent else '-'} against it, fresh pair: "
-            + ", ".join(f"{j.step} {_verified(j)}" for j in b.verified)
+            + _verified(b)
             + (" (confirmed)" if b.confirmed else " (not confirmed)"),
             "",
         ]
@@ -178,7 +188,7 @@ def page(b: Bisection) -> str:
             f"<h2>Culprit {e(label(c.sha))}</h2><ul><li>{e(c.subject)}</li><li>{e(c.date)}</li>",
             f"<li>sha {e(c.sha)}</li><li>files: {e(', '.join(b.files))}</li>",
             "<li>against its parent, fresh pair: "
-            + e(", ".join(f"{j.step} {_verified(j)}" for j in b.verified))
+            + e(_verified(b))
             + (" (confirmed)" if b.confirmed else " (not confirmed)")
             + "</li></ul>",
         ]
@@ -203,7 +213,7 @@ def render(b: Bisection, console: Console) -> None:
         console.print(f"culprit {c.sha}\n  {c.subject}\n  {c.date}\n  files: {', '.join(b.files)}")
         console.print(
             "  against its parent, fresh pair: "
-            + ", ".join(f"{j.step} {_verified(j)}" for j in b.verified)
+            + _verified(b)
             + (" (confirmed)" if b.confirmed else " (not confirmed)")
         )
         for step, changes in b.why.items():

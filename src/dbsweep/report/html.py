@@ -361,6 +361,50 @@ def _layout(fig: go.Figure, title: str, height: int, **kw: Any) -> None:
     fig.update_yaxes(showline=True, linecolor="#999", gridcolor="#eee", zeroline=False)
 
 
+def _fig_trend(data: ReportData) -> go.Figure | None:
+    """A series study's steps over its targets, each figure relative to the first target (rQPS, and instructions
+    or cpu/o per operation as a ratio), the bars spanning each target's samples, change points as dashed lines."""
+    series = [s for s in data.trend if s.values and s.values[0]]
+    if not series:
+        return None
+    fig = go.Figure()
+    cuts: set[int] = set()
+    for s in series:
+        first = s.values[0]
+        rel = [v / first for v in s.values]
+        name = trend.series_name(s)
+        fig.add_scatter(
+            x=list(s.labels),
+            y=rel,
+            mode="lines+markers",
+            name=name,
+            # Instructions and QPS at one client are shown; the rest are a click on the legend away.
+            visible=True if s.figure == "instructions" or (s.figure == "QPS" and s.clients == 1) else "legendonly",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [h / first - r for h, r in zip(s.highs, rel, strict=True)] if s.highs else None,
+                "arrayminus": [r - lo / first for lo, r in zip(s.lows, rel, strict=True)] if s.lows else None,
+                "thickness": 1,
+            },
+            customdata=list(s.values),
+            hovertemplate="%{x}<br>%{y:.4f} of the first<br>%{customdata:,.1f}<extra>" + html.escape(name) + "</extra>",
+        )
+        cuts.update(p.index for p in s.confirmed)
+    for i in sorted(cuts):  # between target i-1 and i, on the category axis
+        fig.add_vline(x=i - 0.5, line={"dash": "dash", "width": 1, "color": "#c0392b"})
+    _layout(
+        fig,
+        "Over the series: each figure relative to the first target (bars: each target's samples; dashed: change "
+        "points)",
+        440,
+        yaxis={"title": "relative to the first target"},
+        xaxis={"type": "category"},
+        showlegend=True,
+    )
+    return fig
+
+
 def _fig_rqps(data: ReportData) -> go.Figure | None:
     rows = [r for r in data.rows if any(r.rel[t] is not None for t in data.others)]
     if not rows or not data.others:
@@ -632,6 +676,7 @@ def render(data: ReportData) -> str:
         if (p := data.provenance.get(t)) is not None
     ]
     rqps = _fig_rqps(data)
+    trend_chart = _fig_trend(data)
     latency = _fig_latency(data)
     choosers = [c for c in (_fig_throughput(data), _fig_rates(data)) if c is not None]
     return page.render(
@@ -639,6 +684,7 @@ def render(data: ReportData) -> str:
         answer_table=_answer_table(data),
         answer=answer.lines(data.answer, len(data.client_counts) > 1) if data.answer is not None else [],
         trend=trend.lines(data.trend),
+        trend_chart=_plot(trend_chart, "chart-trend") if trend_chart else "",
         version=__version__,
         made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         slower=stats.SLOWER_AT,

@@ -12,7 +12,7 @@ from dbsweep.verdicts.series import Series
 UNITS = {"instructions": "instructions per event", "QPS": "QPS", "cpu/o": "cpu/o"}
 
 
-def _name(s: Series) -> str:
+def series_name(s: Series) -> str:
     clients = f" at {s.clients} client{'s' if s.clients != 1 else ''}" if s.clients is not None else ""
     return f"{s.step}{clients}, {UNITS[s.figure]}"
 
@@ -33,7 +33,7 @@ def lines(series: list[Series]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = [(0, f"Over the series ({' → '.join(series[0].labels)}):")]
     for s in series:
         values = " → ".join(f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}" for v in s.values)
-        out.append((1, f"{_name(s)}: {values}"))
+        out.append((1, f"{series_name(s)}: {values}"))
         for p in s.confirmed:
             out.append((2, _point(p, True)))
             out += [(3, f"why: {fmt.function_change(c)}") for c in s.why.get(p.index, ())]
@@ -65,6 +65,8 @@ def to_json(series: list[Series]) -> list[dict[str, Any]]:
             "figure": s.figure,
             "targets": list(s.labels),
             "values": list(s.values),
+            "lows": list(s.lows),
+            "highs": list(s.highs),
             "change_points": [point(p) for p in s.points],
             "why": {str(i): [fmt.function_change(c) for c in changes] for i, changes in s.why.items()},
         }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dbsweep.suites.base import Suite, SuiteSettings
@@ -16,6 +18,19 @@ DEFAULT = "sysbench"
 
 def names() -> list[str]:
     return list(SUITES)
+
+
+@contextmanager
+def registered(suite: type[Suite]) -> Iterator[type[Suite]]:
+    """For tests only: `suite` is one of the suites inside the block (a study's `[suite] name` may pick it, its
+    settings model validates the table), and is gone after it. dbsweep's own suites are listed in SUITES above."""
+    if suite.name in SUITES:
+        raise ValueError(f"a suite named {suite.name!r} is already registered")
+    SUITES[suite.name] = suite
+    try:
+        yield suite
+    finally:
+        del SUITES[suite.name]
 
 
 def suite_class(name: str) -> type[Suite]:

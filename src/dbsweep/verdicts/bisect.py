@@ -28,14 +28,31 @@ State = Literal["searching", "found", "ambiguous", "stuck"]
 
 
 @dataclass(frozen=True)
+class Side:
+    """One verdict of a pair: its ratio (target / base), and the interval (QPS) or the floor (counts) behind it."""
+
+    verdict: str
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    floor: float | None = None  # counts: the smallest change the verdict reports
+
+
+@dataclass(frozen=True)
 class StepJudgement:
     """One bisected step of a probe: its figure against the good commit's and the bad commit's."""
 
     step: str
-    against_good: str  # the verdict of the probe against good (good as the base)
-    against_bad: str  # the verdict of bad against the probe (the probe as the base)
-    ratio_good: float | None = None  # probe / good
-    ratio_bad: float | None = None  # bad / probe
+    good: Side  # the probe against good (good as the base)
+    bad: Side  # bad against the probe (the probe as the base)
+
+    @property
+    def against_good(self) -> str:
+        return self.good.verdict
+
+    @property
+    def against_bad(self) -> str:
+        return self.bad.verdict
 
 
 def classify(change: Mapping[str, str], judged: Sequence[StepJudgement]) -> tuple[Outcome, str]:

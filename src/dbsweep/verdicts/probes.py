@@ -35,7 +35,7 @@ from dbsweep.results.store import Store
 from dbsweep.sources import git
 from dbsweep.study import Study, Target
 from dbsweep.verdicts import bisect, instructions
-from dbsweep.verdicts.bisect import Outcome, Search, StepJudgement
+from dbsweep.verdicts.bisect import Outcome, Search, Side, StepJudgement
 from dbsweep.verdicts.judging import by_repetition, judge
 
 By = Literal["instructions", "QPS"]
@@ -77,7 +77,7 @@ class Bisection:
     url: str
     commits: list[git.Commit]
     change: dict[str, str] = field(default_factory=dict)  # step -> bad against good
-    change_ratio: dict[str, float | None] = field(default_factory=dict)
+    change_sides: dict[str, Side] = field(default_factory=dict)  # bad against good, with interval or floor
     dropped: list[str] = field(default_factory=list)  # steps that did not differ between good and bad
     probes: list[Probe] = field(default_factory=list)
     state: str = "unconfirmed"  # `unconfirmed` (good and bad do not differ), or the search's state
@@ -86,7 +86,7 @@ class Bisection:
     culprit: git.Commit | None = None
     parent: git.Commit | None = None
     files: list[str] = field(default_factory=list)
-    verified: tuple[StepJudgement, ...] = ()  # parent (verify) against culprit (verify)
+    verified: dict[str, Side] = field(default_factory=dict)  # culprit (verify) against parent (verify), per step
     confirmed: bool = False  # the fresh pair shows the change on every step
     why: dict[str, tuple[FunctionChange, ...]] = field(default_factory=dict)
     builds: int = 0  # builds this call made (the rest came from the build cache)
@@ -239,46 +239,48 @@ class Prober:
 
     # ---- judging ------------------------------------------------------------------------------------------
 
-    def _judge_counts(self, base: str, target: str) -> dict[str, tuple[str, float | None]]:
-        """step -> (verdict of `target` against `base`, ratio) on instructions per event."""
+    def _judge_counts(self, base: str, target: str) -> dict[str, Side]:
+        """step -> the verdict of `target` against `base` on instructions per event."""
         counts = self.store.counts(self.run_id)
-        out: dict[str, tuple[str, float | None]] = {}
+        out: dict[str, Side] = {}
         for step in self.request.steps:
             b, t = counts.get((base, step)), counts.get((target, step))
             if b is None or t is None or not b.ok or not t.ok:
                 bad = next((c for c in (b, t) if c is not None and not c.ok), None)
-                out[step] = ("unsure", None)
+                out[step] = Side("unsure")
                 if bad is not None:
                     self.say(f"{bad.target} {step}: not counted: {bad.error}")
                 continue
             basis = instructions.step_basis((b, t))
             j = instructions.judge(b, t, None, basis)
-            out[step] = (j.verdict or "unsure", j.ratio)
+            out[step] = Side(j.verdict or "unsure", j.ratio, floor=j.floor)
         return out
 
-    def _judge_qps(self, base: str, target: str) -> dict[str, tuple[str, float | None]]:
-        """step -> (verdict of `target` against `base`, ratio) on QPS, every client count of the step as one
-        verdict: the same when all agree, else unsure."""
+    def _judge_qps(self, base: str, target: str) -> dict[str, Side]:
+        """step -> the verdict of `target` against `base` on QPS, every client count of the step as one verdict:
+        the same when all agree, else unsure (the interval shown is the first client count's)."""
         reps = by_repetition(self.store.results(self.run_id))
         study = self.request.study
-        out: dict[str, tuple[str, float | None]] = {}
+        out: dict[str, Side] = {}
         for step in self.request.steps:
             verdicts: list[str] = []
-            ratio: float | None = None
+            first: Side | None = None
             for clients in study.bench.clients(step):
                 b, t = reps.get((base, step, clients), {}), reps.get((target, step, clients), {})
                 j = judge(b, t, study)
                 verdicts.append(j.verdict)
-                ratio = j.ci.ratio if j.ci is not None and ratio is None else ratio
-            out[step] = (verdicts[0] if len(set(verdicts)) == 1 else "unsure", ratio)
+                if first is None and j.ci is not None:
+                    first = Side(j.verdict, j.ci.ratio, j.ci.low, j.ci.high)
+            verdict = verdicts[0] if len(set(verdicts)) == 1 else "unsure"
+            out[step] = Side(verdict, first.ratio, first.low, first.high) if first else Side(verdict)
         return out
 
-    def _judge(self, base: str, target: str) -> dict[str, tuple[str, float | None]]:
+    def _judge(self, base: str, target: str) -> dict[str, Side]:
         return self._judge_counts(base, target) if self.request.by == "instructions" else self._judge_qps(base, target)
 
     def _probe_judgements(self, good: str, probe: str, bad: str) -> tuple[StepJudgement, ...]:
         g, b = self._judge(good, probe), self._judge(probe, bad)
-        return tuple(StepJudgement(s, g[s][0], b[s][0], g[s][1], b[s][1]) for s in self.request.steps)
+        return tuple(StepJudgement(s, g[s], b[s]) for s in self.request.steps)
 
     def _counted(self, labels: Sequence[str]) -> bool:
         have = self.store.instruction_counts(self.run_id)
@@ -316,12 +318,12 @@ class Prober:
         else:
 
             def decided() -> bool:
-                return all(v != "unsure" for v, _r in self._judge_qps(self.good, self.bad).values())
+                return all(v.verdict != "unsure" for v in self._judge_qps(self.good, self.bad).values())
 
             rounds = self._qps_decided([self.good, self.bad], decided)
             confirm = self._judge_qps(self.good, self.bad)
-        out.change, out.dropped = bisect.confirm({s: v for s, (v, _r) in confirm.items()})
-        out.change_ratio = {s: confirm[s][1] for s in out.change}
+        out.change, out.dropped = bisect.confirm({s: v.verdict for s, v in confirm.items()})
+        out.change_sides = {s: confirm[s] for s in out.change}
         if not out.change:
             out.explanation = _not_confirmed(confirm, self.request.by, rounds, self.request.study.measure.min_effect)
             out.left = self.commits[1:]
@@ -398,12 +400,12 @@ class Prober:
         else:
 
             def decided() -> bool:
-                return all(v != "unsure" for v, _r in self._judge_qps(p, c).values())
+                return all(v.verdict != "unsure" for v in self._judge_qps(p, c).values())
 
             self._qps_decided([p, c], decided)
         judged = self._judge(p, c)
-        out.verified = tuple(StepJudgement(s, v, "", r, None) for s, (v, r) in judged.items())
-        out.confirmed = all(judged[s][0] == v for s, v in out.change.items())
+        out.verified = judged
+        out.confirmed = all(judged[s].verdict == v for s, v in out.change.items())
         out.culprit = next(x for x in self.commits if x.sha == culprit)
         out.parent = next(x for x in self.commits if x.sha == parent)
         out.files = git.files_changed(self.url, culprit, self.request.study.workspace_dir / "sources")
@@ -411,7 +413,7 @@ class Prober:
             out.state = "unverified"
             out.explanation = (
                 f"{label(culprit)} was the first bad commit of the search, but a fresh pair against its parent does "
-                "not show the change: " + ", ".join(f"{s} {judged[s][0]}" for s in out.change)
+                "not show the change: " + ", ".join(f"{s} {judged[s].verdict}" for s in out.change)
             )
         if self.request.by == "instructions":
             counts = self.store.counts(self.run_id)
@@ -426,9 +428,9 @@ class Prober:
         return out
 
 
-def _not_confirmed(confirm: dict[str, tuple[str, float | None]], by: By, rounds: int, min_effect: float) -> str:
-    same = [s for s, (v, _r) in confirm.items() if v == "same"]
-    unsure = [s for s, (v, _r) in confirm.items() if v != "same"]
+def _not_confirmed(confirm: dict[str, Side], by: By, rounds: int, min_effect: float) -> str:
+    same = [s for s, v in confirm.items() if v.verdict == "same"]
+    unsure = [s for s, v in confirm.items() if v.verdict != "same"]
     within = f" within measure.min_effect ({min_effect:.1%})" if by == "QPS" else ""
     parts = [f"good and bad are the same on {', '.join(same)}{within}"] if same else []
     if unsure:

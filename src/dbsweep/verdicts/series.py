@@ -39,6 +39,9 @@ class Series:
     points: tuple[ChangePoint, ...]
     # For counts: change point index -> the functions that changed most across it (after against before).
     why: Mapping[int, tuple[FunctionChange, ...]] = field(default_factory=dict)
+    # Each target's lowest and highest sample (repetitions, or a count's pairs): the interval a chart draws.
+    lows: tuple[float, ...] = ()
+    highs: tuple[float, ...] = ()
 
     @property
     def confirmed(self) -> list[ChangePoint]:
@@ -69,7 +72,8 @@ def _measured(
 
         points = changepoints.change_points(labels, groups, compare)
         medians = tuple(statistics.median(g) for g in groups)
-        out.append(Series(step, clients, figure, tuple(labels), medians, tuple(points)))
+        lows, highs = tuple(min(g) for g in groups), tuple(max(g) for g in groups)
+        out.append(Series(step, clients, figure, tuple(labels), medians, tuple(points), {}, lows, highs))
     return out
 
 
@@ -92,7 +96,9 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
         why = {
             p.index: tuple(functions.diff(typed[p.index - 1].profile(), typed[p.index].profile(), WHY)) for p in points
         }
-        out.append(Series(step, None, "instructions", tuple(labels), values, tuple(points), why))
+        lows = tuple(min(g, default=v) for g, v in zip(groups, values, strict=True))
+        highs = tuple(max(g, default=v) for g, v in zip(groups, values, strict=True))
+        out.append(Series(step, None, "instructions", tuple(labels), values, tuple(points), why, lows, highs))
     return out
 
 

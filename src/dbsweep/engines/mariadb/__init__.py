@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configdiff import ConfigDiff, Setting
 from dbsweep.engines import base
 from dbsweep.engines.mariadb import config, source
 from dbsweep.engines.mariadb import install as installs

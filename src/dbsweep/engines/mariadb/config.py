@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from dbsweep.configs import ConfigDiff, Setting, stays_inside
+from dbsweep.configdiff import ConfigDiff, Setting, stays_inside
 from dbsweep.errors import DbsweepError
 
 _INCLUDE = re.compile(r"^\s*!include\s+(\S.*?)\s*$")

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from dbsweep import machine
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configdiff import ConfigDiff, Setting
 from dbsweep.engines import base
 from dbsweep.engines.mariadb import config
 from dbsweep.engines.mariadb.install import ROCKSDB_PLUGIN, Install

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from dbsweep.configs import ConfigDiff, Setting, stays_inside
+from dbsweep.configdiff import ConfigDiff, Setting, stays_inside
 from dbsweep.errors import DbsweepError
 
 _SETTING = re.compile(r"""^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$""")

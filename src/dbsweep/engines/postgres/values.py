@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines import base
 
 _TIMEOUT_S = 60.0

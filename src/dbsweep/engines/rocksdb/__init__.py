@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting, quoted_include
+from dbsweep.configdiff import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import base
 from dbsweep.engines.rocksdb import config, install, source
 from dbsweep.engines.rocksdb.install import Install

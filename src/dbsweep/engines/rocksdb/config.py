@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configdiff import ConfigDiff, Setting
 from dbsweep.engines.rocksdb.source import release_of
 from dbsweep.errors import DbsweepError
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dbsweep.configs import ConfigDiff, Setting
+from dbsweep.configdiff import ConfigDiff, Setting
 from dbsweep.engines import base
 from dbsweep.engines.rocksdb import config
 from dbsweep.engines.rocksdb.install import Install

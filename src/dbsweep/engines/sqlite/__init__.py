@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configs import ConfigDiff, Setting, quoted_include
+from dbsweep.configdiff import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import base
 from dbsweep.engines.sqlite import config, install, source
 from dbsweep.engines.sqlite.install import Install
@@ -115,7 +115,7 @@ class Sqlite(base.Engine):
     ) -> base.Instance:
         if not isinstance(install, Install):
             raise TypeError(f"not an SQLite install: {install!r}")
-        return Database(install, home, config_name, config_text, user, wrapper)
+        return Database(install, home, config_name, config_text, user, wrapper, engine=self)
 
     def stop_stale(self, datadir: Path) -> None:
         """No server is ever left on a database file: the only process was the load client, which dbsweep

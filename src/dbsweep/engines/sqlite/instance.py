@@ -10,6 +10,7 @@ from strings.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dbsweep import configdiff
 from dbsweep.engines import base
 from dbsweep.engines.base import Access, EngineError, Watermark
 from dbsweep.engines.sqlite import config
@@ -41,8 +43,11 @@ class Database(base.Instance):
         config_text: str,
         user: str | None = None,
         wrapper: list[str] | None = None,
+        engine: base.Engine | None = None,
     ) -> None:
         self.install = install
+        # Whose named configs give each pragma's file and line (None: the lines of the config text).
+        self.engine = engine
         self.home = home.resolve()
         self.config_name = config_name
         self.config_text = config_text
@@ -136,13 +141,11 @@ class Database(base.Instance):
     def _origins(self) -> dict[str, str]:
         """Each pragma's last line in the named config's file, or in the config text when no file has the name
         (the fitted text keeps the file's settings in order)."""
-        from dbsweep import configs
-
-        try:
-            settings = configs.load("sqlite", self.config_name).settings
-        except DbsweepError:
-            lines = self.config_text.splitlines()
-            settings = config.parse([(ln, f"line {n} of the config") for n, ln in enumerate(lines, 1)])
+        if self.engine is not None:
+            with contextlib.suppress(DbsweepError):
+                return {s.name: s.origin for s in configdiff.read(self.engine, self.config_name).settings}
+        lines = self.config_text.splitlines()
+        settings = config.parse([(ln, f"line {n} of the config") for n, ln in enumerate(lines, 1)])
         return {s.name: s.origin for s in settings}
 
     def start(self, timeout: float | None = None) -> None:

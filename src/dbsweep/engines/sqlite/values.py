@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dbsweep.configs import ConfigDiff
+from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines import base
 from dbsweep.engines.sqlite import config
 from dbsweep.engines.sqlite.install import Install

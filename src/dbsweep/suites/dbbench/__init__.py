@@ -389,6 +389,8 @@ class Dbbench(Suite):
         return self.settings.keys * (self.settings.key_size + self.settings.value_size)
 
     def report_tables(self, data: Any) -> list[ExtraTable]:
+        # Imported when a report asks: the tables read the report model, which sits above the study that names
+        # this suite, so the report module imports this one (at its top), never the other way at import time.
         from dbsweep.suites.dbbench.report import tables
 
         return tables(data, self)

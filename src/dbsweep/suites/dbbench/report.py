@@ -8,15 +8,13 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbsweep.report import fmt
 from dbsweep.report.data import Entry, ReportData
 from dbsweep.report.tables import ExtraTable, Value
+from dbsweep.suites.dbbench import Dbbench
 from dbsweep.suites.dbbench.steps import WHILE_WRITING
-
-if TYPE_CHECKING:
-    from dbsweep.suites.dbbench import Dbbench
 
 SECTION = "db_bench"
 # (column as report.tsv names it, how to read it from a stored summary, how to print it)

@@ -341,6 +341,8 @@ class Ibench(Suite):
     summary_columns = ("ips", "dps", "achieved_rate", "target_rate")
 
     def report_tables(self, data: Any) -> list[ExtraTable]:
+        # Imported when a report asks: the tables read the report model, which sits above the study that names
+        # this suite, so the report module imports this one (at its top), never the other way at import time.
         from dbsweep.suites.ibench.report import tables
 
         return tables(data, self)

@@ -5,15 +5,13 @@ time per operation, and per step the response times in the method's buckets."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbsweep.report import fmt
 from dbsweep.report.data import Entry, Rep, ReportData, cell_max_us, decode_histogram, latency_of
 from dbsweep.report.tables import ExtraTable, Value
+from dbsweep.suites.ibench import SLA_SHARE, Ibench
 from dbsweep.verdicts import stats
-
-if TYPE_CHECKING:
-    from dbsweep.suites.ibench import Ibench
 
 SECTION = "Insert Benchmark"
 OPS = ("insert", "delete", "query")  # as Ibench.operations
@@ -149,8 +147,6 @@ def _background(rw: list[Any], names: list[str]) -> ExtraTable:
         next((v for t in names if (v := r.cells[t].summary_median("target_rate")) is not None), None) for r in rw
     ]
     lines.append([Value("target", "grey"), *[Value(fmt.num(v), "grey", _sort(v)) for v in targets]])
-    from dbsweep.suites.ibench import SLA_SHARE
-
     return ExtraTable(
         "ib-bg",
         "background insert rate of the read-write steps (rows/s)",

@@ -1,0 +1,213 @@
+"""The runner's own logic, on the stand-in engine and suite (`standin.py`): the plan's order, failed cells and
+their rerun, a resume after an interrupted run, `run --target` and added rounds. No server and no load client:
+every step runs in this process, against the real results store."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dbsweep import loadclient, plan, say
+from dbsweep.engines import registry as engines
+from dbsweep.errors import StudyError
+from dbsweep.measure import canary
+from dbsweep.results.model import CellKey
+from dbsweep.results.store import Store
+from dbsweep.runner import Outcome, Runner, open_run, store_path
+from dbsweep.study import Study, load_study
+from dbsweep.suites import registry as suites
+
+from .standin import Cell, Script, Standin, StandinSuite, registered
+
+STUDY = """\
+name = "standin-study"
+engine = "standin"
+base = "a"
+repeats = 2
+workspace = "{workspace}"
+[suite]
+name = "standin"
+[[targets]]
+name = "a"
+config = "plain"
+[[targets]]
+name = "b"
+config = "plain"
+"""
+
+
+@pytest.fixture
+def script() -> Iterator[Script]:
+    with registered() as s:
+        yield s
+
+
+@pytest.fixture
+def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: Script) -> Study:
+    configs = tmp_path / "configs" / "standin"
+    configs.mkdir(parents=True)
+    (configs / "plain.conf").write_text("cache_kb = 64\n")
+    monkeypatch.setenv("DBSWEEP_CONFIGS", str(configs.parent))
+    # The stand-in suite runs no load client, so none is asked its version (a unit test may run without its build).
+    monkeypatch.setattr(loadclient, "version", lambda: "standin-load 0")
+    # The canary's work in this process, a thousand steps: its child process would take a third of a second a round.
+    monkeypatch.setattr(canary, "run", lambda cpus=None: canary.timed(1000))
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(workspace=tmp_path / "ws"))
+    return load_study(path)
+
+
+def run(
+    study: Study,
+    *,
+    repeats: int | None = None,
+    targets: set[str] | None = None,
+    rerun_failed: bool = False,
+    only: set[str] | None = None,
+) -> tuple[Outcome, dict[CellKey, tuple[str, str | None]]]:
+    """One `dbsweep run` of the study's latest run, on a store opened for it: its outcome and every cell's status
+    after it."""
+    store = Store(store_path(study))
+    try:
+        run_id = open_run(study, store, fresh=False)
+        console = say.console(file=io.StringIO(), width=200, color_system=None)
+        runner = Runner(study, store, console, rerun_failed=rerun_failed, only=only)
+        out = runner.run(run_id, repeats=repeats, targets=targets)
+        return out, store.statuses(run_id)
+    finally:
+        store.close()
+
+
+def stored(study: Study) -> dict[CellKey, tuple[str, str | None]]:
+    """Every stored cell's status in the study's latest run."""
+    store = Store(store_path(study))
+    try:
+        latest = store.latest_run(study.title)
+        assert latest is not None
+        return store.statuses(latest[0])
+    finally:
+        store.close()
+
+
+def cells(keys: list[CellKey]) -> list[Cell]:
+    return [Cell(k.target, k.step, k.repetition) for k in keys]
+
+
+def test_cells_run_in_the_plans_order_rounds_alternating(study: Study, script: Script) -> None:
+    out, statuses = run(study)
+    assert script.seen == cells(plan.cells(study))
+    rounds = [[c.target for c in script.seen if c.rep == rep and c.step == "load"] for rep in (1, 2)]
+    assert rounds == [["a", "b"], ["b", "a"]]
+    assert (out.done, out.failed) == (12, 0)
+    assert set(statuses) == set(plan.cells(study)) and {s for s, _ in statuses.values()} == {"done"}
+    store = Store(store_path(study))
+    try:
+        assert [c.repetition for c in store.canaries(out.run_id)] == [1, 2]  # one canary opens each round
+    finally:
+        store.close()
+
+
+def test_a_failed_cell_is_kept_with_its_reason_and_run_again_only_when_asked(study: Study, script: Script) -> None:
+    bad = Cell("b", "read", 1)
+    script.fail[bad] = "the client lost its connection"
+    out, statuses = run(study)
+    key = CellKey("b", "read", 1, 1)
+    assert statuses[key] == ("failed", "the client lost its connection")
+    assert (out.done, out.failed) == (11, 1)
+    # The others ran, the failed cell's own group on past it (a read that fails does not spoil the data).
+    assert script.seen == cells(plan.cells(study))
+    assert all(s == "done" for k, (s, _) in statuses.items() if k != key)
+
+    script.seen.clear()
+    out, _ = run(study)
+    assert script.seen == [] and (out.done, out.failed, out.skipped_failed) == (0, 0, 1)
+
+    del script.fail[bad]
+    out, statuses = run(study, rerun_failed=True)
+    # Only the failed cell, on the data directory its group kept (the load is not replayed).
+    assert script.seen == [bad]
+    assert (out.done, out.failed) == (1, 0) and statuses[key] == ("done", None)
+
+
+def test_a_failed_load_fails_the_rest_of_its_group_and_no_other(study: Study, script: Script) -> None:
+    script.fail[Cell("a", "load", 2)] = "the disk is slow"
+    out, statuses = run(study)
+    assert statuses[CellKey("a", "load", 1, 2)] == ("failed", "the disk is slow")
+    for step in ("read", "write"):
+        assert statuses[CellKey("a", step, 1, 2)] == ("failed", "not run: a load c1 r2 failed")
+    assert Cell("a", "read", 2) not in script.seen and Cell("b", "read", 2) in script.seen
+    assert (out.done, out.failed) == (9, 3)
+
+
+def test_an_interrupted_run_resumes_with_the_cells_that_have_no_result(study: Study, script: Script) -> None:
+    order = cells(plan.cells(study))
+    script.interrupt_at = 5  # b's read in round 1: after b's load, which stays done
+    with pytest.raises(KeyboardInterrupt):
+        run(study)
+    finished = order[:4]
+    assert script.seen == order[:5]
+    assert stored(study) == {CellKey(c.target, c.step, 1, c.rep): ("done", None) for c in finished}
+
+    script.interrupt_at = None
+    script.seen.clear()
+    out, statuses = run(study)
+    # The rest, in the plan's order; no finished cell again, not even b's load for the read on its kept directory.
+    assert script.seen == order[4:]
+    assert not set(script.seen) & set(finished)
+    assert (out.done, out.failed) == (8, 0)
+    assert len(statuses) == 12 and {s for s, _ in statuses.values()} == {"done"}
+
+
+def test_an_interrupted_load_starts_its_group_afresh(study: Study, script: Script) -> None:
+    order = cells(plan.cells(study))
+    script.interrupt_at = order.index(Cell("b", "load", 2)) + 1
+    with pytest.raises(KeyboardInterrupt):
+        run(study)
+    script.interrupt_at = None
+    script.seen.clear()
+    out, _ = run(study)
+    # Half a load is not built on: b's round 2 starts from its load again, on a fresh data directory.
+    assert script.seen == order[order.index(Cell("b", "load", 2)) :]
+    assert (out.done, out.failed) == (6, 0)  # the stand-in's load refuses a database that has its table
+
+
+def test_only_one_targets_cells_run_with_run_target(study: Study, script: Script) -> None:
+    out, statuses = run(study, only={"b"})
+    assert script.seen == [c for c in cells(plan.cells(study)) if c.target == "b"]
+    assert {k.target for k in statuses} == {"b"} and out.done == 6
+
+
+def test_added_rounds_run_for_the_given_targets_only(study: Study, script: Script) -> None:
+    run(study)
+    script.seen.clear()
+    out, statuses = run(study, repeats=3, targets={"b"})
+    assert script.seen == [Cell("b", step, 3) for step in ("load", "read", "write")]
+    assert {k.target for k in statuses if k.repetition == 3} == {"b"} and out.done == 3
+    script.seen.clear()
+    run(study, repeats=3, targets={"b"})
+    assert script.seen == []
+
+
+def test_the_stand_ins_are_known_inside_their_block_only(tmp_path: Path) -> None:
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(workspace=tmp_path / "ws"))
+    with registered():
+        assert "standin" in engines.names() and "standin" in suites.names()
+        with pytest.raises(ValueError, match="already registered"), engines.registered(Standin()):
+            pass
+        with pytest.raises(ValueError, match="already registered"), suites.registered(StandinSuite):
+            pass
+    assert engines.names() == ("postgres", "sqlite", "mariadb", "rocksdb")
+    assert suites.names() == ["sysbench", "ibench", "dbbench"]
+    with pytest.raises(KeyError, match="unknown engine 'standin'"):
+        engines.engine_named("standin")
+    with pytest.raises(StudyError) as e:
+        load_study(path)
+    assert any(
+        "engine: 'standin' is not allowed; expected 'postgres', 'sqlite', 'mariadb' or 'rocksdb'" in p
+        for p in e.value.problems
+    )
+    assert any("is not a suite; have: sysbench, ibench, dbbench" in p for p in e.value.problems)
