@@ -43,7 +43,7 @@ def run(_test_root: Path) -> Iterator[Path]:
     """Debian's Postgres, two configs, three steps from three groups, two repetitions."""
     d = _test_root / f"report-{uuid.uuid4().hex[:8]}"
     d.mkdir(mode=0o755)
-    study = write_study(d, name="rep", repeats=2, rows=10000, steps=STEPS)
+    study = write_study(d, name="rep", repeats=2, rows=5000, warmup=0, steps=STEPS)
     dbsweep("run", study)
     yield study
     assert not wait_no_processes(d, timeout=30)

@@ -1,23 +1,28 @@
 """A stand-in engine and suite that run in this process, for tests of the runner's own logic: no server, no load
 client, no process at all. Registered only inside a test (`registered()`), never in dbsweep's own registries.
 
-The engine is an embedded one installed as `system`: an instance is a directory whose database is a JSON file
-(the tables the load made, the steps that wrote to it). The suite's steps are `load` (its setup), `read` and
-`write`; each returns its result at once, and a `Script` says which cells to fail and when to stop the run as a
-Ctrl-C would, and records every cell the runner ran, in order.
+The engine is an embedded one installed as `system`, or built from a `git:` source (for the bisection's tests):
+a tree holds a `VERSION` file and a `cost` file, its build copies `cost` into the install, and a tree with a file
+named `broken` does not build. An instance is a directory whose database is a JSON file (the tables the load made,
+the steps that wrote to it). The suite's steps are `load` (its setup), `read` and `write`; each returns its result
+at once, at a rate of RATE_AT_UNIT_COST / the install's cost (`system`: DEFAULT_COST), and a `Script` says which
+cells to fail, when to stop the run as a Ctrl-C would and how noisy the rates are, and records every cell the
+runner ran, in order.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from dbsweep.build.recipe import Recipe
+from dbsweep.build.recipe import Facts, Phase, Recipe, Step
+from dbsweep.build.variants import Variant
 from dbsweep.configdiff import ConfigDiff, Setting, quoted_include
 from dbsweep.engines import registry as engines
 from dbsweep.engines.base import (
@@ -40,7 +45,10 @@ from dbsweep.suites.base import Connections, Duration, Found, Progress, Suite, S
 
 NAME = "standin"
 TABLE = "t1"
-OPERATIONS = 100  # every step's work, in one measured second
+OPERATIONS = 100  # every step's work, in one measured second, at the default cost
+DEFAULT_COST = 100.0  # the `system` install's cost per operation
+RATE_AT_UNIT_COST = OPERATIONS * DEFAULT_COST  # a step's rate is this over the install's cost
+COST = "share/standin/cost"  # a build's install: its tree's `cost` file
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,10 @@ class Script:
     fail: dict[Cell, str] = field(default_factory=dict)
     # The nth step run (from 1) stops the run half-way through its work, as a Ctrl-C would.
     interrupt_at: int | None = None
+    # Each cell's rate is off by up to this share either way, the same for the same cell on every run (0: exact).
+    noise: float = 0.0
+    # Steps whose rate ignores the install's cost (that no commit changes), at the `system` install's rate.
+    costless: set[str] = field(default_factory=set)
 
 
 SCRIPT = Script()
@@ -74,8 +86,11 @@ SCRIPT = Script()
 class StandinInstance(Instance):
     """A data directory holding one JSON database file; nothing runs."""
 
-    def __init__(self, home: Path, config_name: str, config_text: str, user: str | None) -> None:
+    def __init__(
+        self, home: Path, config_name: str, config_text: str, user: str | None, cost: float = DEFAULT_COST
+    ) -> None:
         self.home = home.resolve()
+        self.cost = cost
         self.config_name = config_name
         self.config_text = config_text
         self.user = user
@@ -123,7 +138,7 @@ class StandinInstance(Instance):
         return path_disturbance(mark, self.database, "database file")
 
     def access(self, via_socket: bool = False) -> Access:
-        return Access(args=["--database", str(self.database)], env={})
+        return Access(args=["--database", str(self.database), "--cost", str(self.cost)], env={})
 
     def postwrite(self, tables: list[str], budget: float, say: Callable[[str], None]) -> dict[str, Any]:
         return {"vacuum_s": 0.0, "checkpoint_s": 0.0, "wait_s": 0.0}
@@ -151,19 +166,87 @@ class StandinInstance(Instance):
         return ""
 
 
+def tree_version(tree: Path) -> str:
+    """The version a stand-in tree declares in its VERSION file."""
+    try:
+        return (tree / "VERSION").read_text().strip()
+    except OSError:
+        raise DbsweepError(f"{tree} is not a stand-in tree: it has no VERSION file") from None
+
+
+def no_package(version: str) -> str:
+    raise DbsweepError("the stand-in has no Debian package")
+
+
+NAMING = Naming(
+    title="Stand-in",
+    debian_prefix="standin-",
+    debian_package=no_package,
+    debian_major=lambda package: None,  # no package is the stand-in's
+    debian_majors=range(0),
+    tree_version=tree_version,
+)
+
+
+class StandinRecipe(Recipe):
+    """A build of the "tool" shape with nothing compiled: the tree copied in, a compile that fails on a tree
+    holding `broken` (a commit that does not build), and the tree's `cost` installed."""
+
+    engine: ClassVar[str] = NAME
+    artefact: ClassVar[str] = COST
+    objects_estimate: ClassVar[int] = 1
+    default_cflags: ClassVar[tuple[str, ...]] = ()
+
+    def options(self, variant: Variant, version: str) -> list[str]:
+        return [*variant.configure, *(f"{k}={v}" for k, v in variant.configure_vars)]
+
+    def configure(self, phase: Phase) -> list[Step]:
+        return [Step("copy the tree", ("cp", "-a", f"{phase.tree.path}/.", "."))]
+
+    def compile(self, phase: Phase) -> list[Step]:
+        return [Step("check the tree builds", ("test", "!", "-e", "broken"), objects=1)]
+
+    def install(self, phase: Phase) -> list[Step]:
+        root = Path(f"{phase.destdir}{phase.prefix}") if phase.destdir is not None else phase.prefix
+        return [Step("install the cost", ("install", "-D", "-m", "0644", "cost", str(root / COST)))]
+
+    def probe(self, install_dir: Path) -> dict[str, Any]:
+        return {"standin_cost": (install_dir / COST).read_text().strip()}
+
+    def facts(self, record: Mapping[str, Any]) -> Facts:
+        return Facts(
+            version=f"standin {record['version']} cost {record['standin_cost']}",
+            cc=record["compiler"]["name"],
+            cflags="",
+            ldflags="",
+            configure=record["configure_cmdline"],
+        )
+
+    def install_of(self, bindir: Path, source: str, provenance: dict[str, Any]) -> Install:
+        version = provenance["version"]  # "standin <tree version> cost <cost>"
+        return Install(bindir, version, source, provenance, short_version=version.split()[1])
+
+
+def cost_of(install: Install) -> float:
+    """The install's cost per operation: a build's installed `cost` file, or the `system` install's default."""
+    if install.source == "system":
+        return DEFAULT_COST
+    return float((install.bindir.parent / COST).read_text())
+
+
 class Standin(Engine):
     name: ClassVar[str] = NAME
     title: ClassVar[str] = "Stand-in"
     kind: ClassVar[Kind] = "embedded"
-    source_forms: ClassVar[str] = "use 'system'"
+    source_forms: ClassVar[str] = "use 'system' or 'git:URL_OR_PATH@REF' (a tree with VERSION and cost files)"
     instance_type: ClassVar[type[Instance]] = StandinInstance
 
     @property
     def naming(self) -> Naming:
-        raise DbsweepError("the stand-in has no source to fetch")
+        return NAMING
 
     def recipe(self) -> Recipe:
-        raise DbsweepError("the stand-in is never built")
+        return StandinRecipe()
 
     def system_versions(self) -> list[str]:
         return ["1.0"]
@@ -204,7 +287,7 @@ class Standin(Engine):
         user: str | None,
         wrapper: list[str] | None = None,
     ) -> Instance:
-        return StandinInstance(home, config_name, config_text, user)
+        return StandinInstance(home, config_name, config_text, user, cost_of(install))
 
     def stop_stale(self, datadir: Path) -> None:
         """Nothing runs, so nothing is left running."""
@@ -262,8 +345,9 @@ class StandinSuite(Suite):
         on_start: Callable[[int], None] | None = None,
         on_summary: Callable[[], None] | None = None,
     ) -> StepOutput:
-        """The step's work on the instance's database, in this process."""
+        """The step's work on the instance's database, in this process, at the install's rate."""
         database = Path(conn.args[conn.args.index("--database") + 1])
+        cost = DEFAULT_COST if step in SCRIPT.costless else float(conn.args[conn.args.index("--cost") + 1])
         home = database.parent.parent  # Runner.home: <target slug>/r<repetition>
         cell = Cell(home.parent.name, step, int(home.name.removeprefix("r")))
         SCRIPT.seen.append(cell)
@@ -280,7 +364,11 @@ class StandinSuite(Suite):
             raise KeyboardInterrupt  # half-way: the database holds the step's work, the store nothing of it
         if cell in SCRIPT.fail:
             raise StepError(SCRIPT.fail[cell])
-        line = {"t": 1, "phase": "measure", "ops": OPERATIONS, "errors": 0, "max_us": 10}
+        # Seeded by the cell, so a cell read back on a resume is the one the first run measured.
+        spread = random.Random(f"{cell.target}/{cell.step}/{cell.rep}").uniform(-1.0, 1.0)
+        rate = RATE_AT_UNIT_COST / cost * (1.0 + SCRIPT.noise * spread)
+        operations = round(rate)
+        line = {"t": 1, "phase": "measure", "ops": operations, "errors": 0, "max_us": 10}
         if on_second is not None:
             on_second(line)
         if on_summary is not None:
@@ -289,11 +377,11 @@ class StandinSuite(Suite):
             suite=NAME,
             step=step,
             ops_name="rows" if step == "load" else "queries",
-            operations=OPERATIONS,
-            events=OPERATIONS,
+            operations=operations,
+            events=operations,
             seconds=1.0,
-            rate=float(OPERATIONS),
-            tps=float(OPERATIONS),
+            rate=rate,
+            tps=rate,
         )
         return StepOutput(result, [line])
 
@@ -334,5 +422,7 @@ def registered() -> Iterator[Script]:
     SCRIPT.seen.clear()
     SCRIPT.fail.clear()
     SCRIPT.interrupt_at = None
+    SCRIPT.noise = 0.0
+    SCRIPT.costless.clear()
     with engines.registered(Standin()), suites.registered(StandinSuite):
         yield SCRIPT

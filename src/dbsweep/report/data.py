@@ -8,6 +8,7 @@ ratio, interval, verdict and group summary is computed in this module, with `dbs
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
 import statistics
 from collections import Counter
@@ -22,6 +23,7 @@ from dbsweep.report import flames, instr, noise
 from dbsweep.report.tables import ExtraTable
 from dbsweep.results.store import Store
 from dbsweep.study import Study
+from dbsweep.suites.base import Suite
 from dbsweep.verdicts import calibrate, judging, stats
 from dbsweep.verdicts.instructions import InstrVerdict
 from dbsweep.verdicts.series import Series
@@ -378,6 +380,16 @@ class ReportData:
 # ---- reading the store ------------------------------------------------------------------------
 
 
+def suite_tables(suite: Suite, data: ReportData) -> list[ExtraTable]:
+    """The suite's own tables (`Suite.report_module`), loaded here: the report layer sits above the suites, so the
+    suite's report module may import this one and its suite at its top, and the suite imports neither."""
+    if suite.report_module is None:
+        return []
+    module = importlib.import_module(f"{type(suite).__module__}.{suite.report_module}")
+    made: list[ExtraTable] = module.tables(data, suite)
+    return made
+
+
 def _load_cells(
     store: Store, run_id: int, label: Callable[[str], str], series: bool
 ) -> tuple[dict[tuple[str, int, str], Entry], dict[str, str]]:
@@ -610,7 +622,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     data.provenance = _load_provenance(store, run_id, str)
     data.notes += unsafe_notes(data.provenance)
     data.runs, data.has_series = f"run {run_id}", series
-    data.extra_tables = study.bench.report_tables(data)
+    data.extra_tables = suite_tables(study.bench, data)
     noise.attach(data, study, store)
     instr.attach(data, study, store)
     flames.attach(data, store)
@@ -638,7 +650,7 @@ def compare_targets(
     data.notes += unsafe_notes(data.provenance)
     data.title = f"{study.title}: {target} vs {base}"
     data.runs, data.has_series = f"run {run_id}", series
-    data.extra_tables = study.bench.report_tables(data)
+    data.extra_tables = suite_tables(study.bench, data)
     noise.attach(data, study, store)
     instr.attach(data, study, store)
     flames.attach(data, store)
@@ -691,7 +703,7 @@ def compare_runs(
             "the ratios compare different measurements."
         )
     data.notes.append("Runs of different studies are not interleaved, so their repetitions are not paired.")
-    data.extra_tables = a.bench.report_tables(data)
+    data.extra_tables = suite_tables(a.bench, data)
     noise.attach(data, a, store_a, canaries=False)
     data.answer = answers.build(data)
     return data

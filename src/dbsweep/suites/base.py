@@ -24,7 +24,6 @@ from dbsweep.measure.integrity import Expectation
 if TYPE_CHECKING:
     from dbsweep.engines.base import Access, Engine
     from dbsweep.loadclient import Client, StepOutput
-    from dbsweep.report.tables import ExtraTable
 
 PositiveInt = Annotated[int, Field(gt=0)]
 # (field of the study, message): a problem preflight reports against the study file.
@@ -282,9 +281,11 @@ class Suite(ABC):
     # Summary fields of the suite's own that the CSV and JSON reports carry as columns.
     summary_columns: ClassVar[tuple[str, ...]] = ()
 
-    def report_tables(self, data: Any) -> list[ExtraTable]:
-        """Tables of the suite's own beside the common ones (the report model is `report.data.ReportData`)."""
-        return []
+    # The module of the suite's package that holds tables of the suite's own beside the common ones, as
+    # `tables(data: report.data.ReportData, suite) -> list[ExtraTable]` (e.g. "report"), or None. The report layer
+    # loads it when it builds a report; the suite never imports it, as those tables read the report model, which
+    # sits above the study that names the suite.
+    report_module: ClassVar[str | None] = None
 
     def report_note(self) -> str:
         """A line under the throughput tables saying what the rate of each step counts."""

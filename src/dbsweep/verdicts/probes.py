@@ -20,7 +20,7 @@ with none left the bisection stops. After it, the culprit and its parent are mea
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -278,9 +278,10 @@ class Prober:
     def _judge(self, base: str, target: str) -> dict[str, Side]:
         return self._judge_counts(base, target) if self.request.by == "instructions" else self._judge_qps(base, target)
 
-    def _probe_judgements(self, good: str, probe: str, bad: str) -> tuple[StepJudgement, ...]:
+    def _probe_judgements(self, good: str, probe: str, bad: str, steps: Collection[str]) -> tuple[StepJudgement, ...]:
+        """The probe against good and bad on the steps the bisection follows (those good and bad differ on)."""
         g, b = self._judge(good, probe), self._judge(probe, bad)
-        return tuple(StepJudgement(s, g[s], b[s]) for s in self.request.steps)
+        return tuple(StepJudgement(s, g[s], b[s]) for s in self.request.steps if s in steps)
 
     def _counted(self, labels: Sequence[str]) -> bool:
         have = self.store.instruction_counts(self.run_id)
@@ -329,7 +330,10 @@ class Prober:
             out.left = self.commits[1:]
             return self._finish(out, started, builds)
         if out.dropped:
-            self.say(f"good and bad do not differ on {', '.join(out.dropped)}: the bisection follows the others")
+            self.say(
+                f"good and bad are the same, or cannot be told apart, on {', '.join(out.dropped)}: the bisection "
+                "follows the others"
+            )
         search = Search([c.sha for c in self.commits])
         width = self.request.width if self.request.by == "instructions" else 1
         rnd = 0
@@ -372,7 +376,8 @@ class Prober:
             self._add(g, lbl, b)
 
             def decided(g: str = g, lbl: str = lbl, b: str = b) -> bool:
-                return not any("unsure" in (j.against_good, j.against_bad) for j in self._probe_judgements(g, lbl, b))
+                judged = self._probe_judgements(g, lbl, b, change)
+                return not any("unsure" in (j.against_good, j.against_bad) for j in judged)
 
             reps = self._qps_decided([g, lbl, b], decided)
             probes.append(replace(self._judged(lbl, g, b, change, False), repeats=reps))
@@ -384,7 +389,7 @@ class Prober:
         index = self.commits.index(commit)
         if failed:
             return Probe(commit, index, "skipped", "does not build", (), 0)
-        judged = self._probe_judgements(good, lbl, bad)
+        judged = self._probe_judgements(good, lbl, bad, change)
         outcome, why = bisect.classify(change, judged)
         return Probe(commit, index, outcome, why, judged, 0)
 
@@ -400,7 +405,7 @@ class Prober:
         else:
 
             def decided() -> bool:
-                return all(v.verdict != "unsure" for v in self._judge_qps(p, c).values())
+                return all(v.verdict != "unsure" for s, v in self._judge_qps(p, c).items() if s in out.change)
 
             self._qps_decided([p, c], decided)
         judged = self._judge(p, c)

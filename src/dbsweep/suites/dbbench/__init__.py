@@ -38,7 +38,6 @@ from dbsweep.suites.dbbench.steps import (
 
 if TYPE_CHECKING:
     from dbsweep.loadclient import Client
-    from dbsweep.report.tables import ExtraTable
 
 # Rough rates of this VM for preflight's estimate (db_bench 7.8.3, 2 vCPUs).
 FILLSEQ_KEYS_PER_S = 300_000
@@ -388,12 +387,7 @@ class Dbbench(Suite):
     def data_bytes(self) -> int:
         return self.settings.keys * (self.settings.key_size + self.settings.value_size)
 
-    def report_tables(self, data: Any) -> list[ExtraTable]:
-        # Imported when a report asks: the tables read the report model, which sits above the study that names
-        # this suite, so the report module imports this one (at its top), never the other way at import time.
-        from dbsweep.suites.dbbench.report import tables
-
-        return tables(data, self)
+    report_module = "report"  # its tables: `report.tables(data, suite)`
 
     def report_note(self) -> str:
         return "db_bench's ops/s: reads/s of the while-writing steps (the writer is rate-limited), keys/s of the loads"

@@ -6,15 +6,12 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation, Nonzero
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
-
-if TYPE_CHECKING:
-    from dbsweep.report.tables import ExtraTable
 
 # A read-write step fails its SLA when the background inserts fall below this share of the target.
 SLA_SHARE = 0.95
@@ -340,12 +337,7 @@ class Ibench(Suite):
     operations = ("insert", "delete", "query")
     summary_columns = ("ips", "dps", "achieved_rate", "target_rate")
 
-    def report_tables(self, data: Any) -> list[ExtraTable]:
-        # Imported when a report asks: the tables read the report model, which sits above the study that names
-        # this suite, so the report module imports this one (at its top), never the other way at import time.
-        from dbsweep.suites.ibench.report import tables
-
-        return tables(data, self)
+    report_module = "report"  # its tables: `report.tables(data, suite)`
 
     def report_note(self) -> str:
         return "inserted rows/s for l.i0, l.i1, l.i2; indexed rows/s for l.x; queries/s for the read-write steps"
