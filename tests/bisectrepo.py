@@ -17,6 +17,11 @@ LEFT_OUT = ("test", "doc", "art", "mptest", "vsixtest", "debian", ".pc")
 HARMLESS = 12  # commits after the first
 
 
+def git(repo: Path, n: int, *args: str) -> str:
+    """`git -C REPO ARGS` as the fixed author and committer, at minute `n` of the fixed date; its output."""
+    return _git(repo, *args, env=_env(n))
+
+
 def _git(repo: Path, *args: str, env: dict[str, str]) -> str:
     return subprocess.run(
         ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True

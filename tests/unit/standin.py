@@ -426,3 +426,18 @@ def registered() -> Iterator[Script]:
     SCRIPT.costless.clear()
     with engines.registered(Standin()), suites.registered(StandinSuite):
         yield SCRIPT
+
+
+def in_process(tmp_path: Path, monkeypatch: Any) -> None:
+    """What a run of the stand-ins needs besides them: a config (`plain`) of their own, no load client to ask its
+    version (a unit test may run without its build), and the canary's work in this process (its child process
+    would take a third of a second a round)."""
+    from dbsweep import loadclient
+    from dbsweep.measure import canary
+
+    configs = tmp_path / "configs" / NAME
+    configs.mkdir(parents=True)
+    (configs / "plain.conf").write_text("cache_kb = 64\n")
+    monkeypatch.setenv("DBSWEEP_CONFIGS", str(configs.parent))
+    monkeypatch.setattr(loadclient, "version", lambda: "standin-load 0")
+    monkeypatch.setattr(canary, "run", lambda cpus=None: canary.timed(1000))

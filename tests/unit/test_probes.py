@@ -10,21 +10,19 @@ the stand-in's noise (seeded by the cell) is the same too.
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from dbsweep import loadclient, say
-from dbsweep.measure import canary
+from dbsweep import say
 from dbsweep.results.store import Store
 from dbsweep.runner import store_path
 from dbsweep.study import Study, load_study
 from dbsweep.verdicts.probes import Bisection, Prober, Request, label
 
-from .standin import Script, registered
+from ..bisectrepo import git
+from .standin import Script, in_process, registered
 
 CULPRIT = 8
 COMMITS = 13  # 0 (good) .. 12 (bad, main)
@@ -45,28 +43,11 @@ config = "plain"
 """
 
 
-def _git(repo: Path, n: int, *args: str) -> str:
-    when = f"2026-01-01T00:{n:02d}:00+00:00"
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "dbsweep tests",
-        "GIT_AUTHOR_EMAIL": "tests@dbsweep.invalid",
-        "GIT_COMMITTER_NAME": "dbsweep tests",
-        "GIT_COMMITTER_EMAIL": "tests@dbsweep.invalid",
-        "GIT_AUTHOR_DATE": when,
-        "GIT_COMMITTER_DATE": when,
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    r = subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True)
-    return r.stdout.strip()
-
-
 def make_repo(repo: Path, costs: Sequence[int], broken: Collection[int] = ()) -> list[str]:
     """A repository whose commit n holds VERSION 1.n, `cost` costs[n], and a file `broken` when n is in `broken`
     (it does not build); returns the shas, oldest first."""
     repo.mkdir()
-    _git(repo, 0, "init", "--quiet", "--initial-branch=main")
+    git(repo, 0, "init", "--quiet", "--initial-branch=main")
     shas = []
     for n, cost in enumerate(costs):
         (repo / "VERSION").write_text(f"1.{n}\n")  # every commit changes something
@@ -75,9 +56,9 @@ def make_repo(repo: Path, costs: Sequence[int], broken: Collection[int] = ()) ->
             (repo / "broken").write_text("")
         else:
             (repo / "broken").unlink(missing_ok=True)
-        _git(repo, n, "add", "--all")
-        _git(repo, n, "commit", "--quiet", "-m", f"commit {n}")
-        shas.append(_git(repo, n, "rev-parse", "HEAD"))
+        git(repo, n, "add", "--all")
+        git(repo, n, "commit", "--quiet", "-m", f"commit {n}")
+        shas.append(git(repo, n, "rev-parse", "HEAD"))
     return shas
 
 
@@ -87,13 +68,7 @@ def step_costs(before: int, after: int) -> list[int]:
 
 @pytest.fixture
 def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Script]:
-    configs = tmp_path / "configs" / "standin"
-    configs.mkdir(parents=True)
-    (configs / "plain.conf").write_text("cache_kb = 64\n")
-    monkeypatch.setenv("DBSWEEP_CONFIGS", str(configs.parent))
-    # As in test_runner.py: no load client to ask its version, and the canary's work in this process.
-    monkeypatch.setattr(loadclient, "version", lambda: "standin-load 0")
-    monkeypatch.setattr(canary, "run", lambda cpus=None: canary.timed(1000))
+    in_process(tmp_path, monkeypatch)
     with registered() as s:
         yield s
 

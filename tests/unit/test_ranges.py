@@ -3,14 +3,14 @@ each expanded into targets before the study is validated."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from dbsweep.errors import StudyError
 from dbsweep.study import load_study
+
+from ..bisectrepo import git
 
 HEAD = """\
 engine = "sqlite"
@@ -24,22 +24,14 @@ steps = ["point-query"]
 
 
 def _repo(d: Path, n: int) -> list[str]:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t.invalid",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-    }
-    subprocess.run(["git", "init", "-q", "--initial-branch=main", str(d)], check=True, env=env)
+    d.mkdir()
+    git(d, 0, "init", "--quiet", "--initial-branch=main")
     shas = []
     for i in range(n):
         (d / "f.txt").write_text(f"{i}\n")
-        subprocess.run(["git", "-C", str(d), "add", "f.txt"], check=True, env=env)
-        subprocess.run(["git", "-C", str(d), "commit", "-q", "-m", f"c{i}"], check=True, env=env)
-        out = subprocess.run(["git", "-C", str(d), "rev-parse", "HEAD"], check=True, env=env, capture_output=True)
-        shas.append(out.stdout.decode().strip())
+        git(d, i, "add", "f.txt")
+        git(d, i, "commit", "--quiet", "-m", f"c{i}")
+        shas.append(git(d, i, "rev-parse", "HEAD"))
     return shas
 
 

@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep import loadclient, plan, say
+from dbsweep import plan, say
 from dbsweep.engines import registry as engines
 from dbsweep.errors import StudyError
-from dbsweep.measure import canary
 from dbsweep.results.model import CellKey
 from dbsweep.results.store import Store
 from dbsweep.runner import Outcome, Runner, open_run, store_path
 from dbsweep.study import Study, load_study
 from dbsweep.suites import registry as suites
 
-from .standin import Cell, Script, Standin, StandinSuite, registered
+from .standin import Cell, Script, Standin, StandinSuite, in_process, registered
 
 STUDY = """\
 name = "standin-study"
@@ -47,14 +46,7 @@ def script() -> Iterator[Script]:
 
 @pytest.fixture
 def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: Script) -> Study:
-    configs = tmp_path / "configs" / "standin"
-    configs.mkdir(parents=True)
-    (configs / "plain.conf").write_text("cache_kb = 64\n")
-    monkeypatch.setenv("DBSWEEP_CONFIGS", str(configs.parent))
-    # The stand-in suite runs no load client, so none is asked its version (a unit test may run without its build).
-    monkeypatch.setattr(loadclient, "version", lambda: "standin-load 0")
-    # The canary's work in this process, a thousand steps: its child process would take a third of a second a round.
-    monkeypatch.setattr(canary, "run", lambda cpus=None: canary.timed(1000))
+    in_process(tmp_path, monkeypatch)
     path = tmp_path / "study.toml"
     path.write_text(STUDY.format(workspace=tmp_path / "ws"))
     return load_study(path)
