@@ -7,6 +7,7 @@
 //! limit), `roles` (a client's threads), `report` (measurement and the
 //! per-second lines), and here the options, the step sequence and the summary.
 
+pub mod ddl;
 pub mod pace;
 pub mod report;
 pub mod roles;
@@ -245,12 +246,12 @@ impl Plan {
         let t = sql::table(1);
         let li0 = self.step == Step::Li0;
         StepSql {
-            create_table: li0.then(|| d.create_pi(&t)),
-            alter_sequence: if li0 { d.pi_id_cache(&t) } else { None },
+            create_table: li0.then(|| ddl::create_pi(d, &t)),
+            alter_sequence: if li0 { ddl::id_cache(d, &t) } else { None },
             // Where the statements depend on the table's storage engine, the run puts in those it sent.
             create_indexes: (self.step == Step::Lx).then(|| sql::create_indexes(&t, d, None)),
             insert: sql::insert_shape(&t, self.rows_per_commit, d),
-            delete: self.deletes.then(|| d.pi_delete_oldest(&t)),
+            delete: self.deletes.then(|| ddl::delete_oldest(d, &t)),
             min_id: (self.deletes || self.query == Some(QueryMode::Point)).then(|| sql::min_id(&t)),
             range_queries: (self.query == Some(QueryMode::Range))
                 .then(|| sql::RANGE_QUERIES.iter().map(|q| q.sql(&t, d)).collect()),
@@ -411,8 +412,8 @@ fn create_tables<S: Session>(c: &mut S, d: &dyn Dialect, plan: &Plan) -> Result<
         exec(c, &format!("DROP TABLE IF EXISTS {t}"))?;
     }
     for t in plan.table_names() {
-        exec(c, &d.create_pi(&t))?;
-        if let Some(cache) = d.pi_id_cache(&t) {
+        exec(c, &ddl::create_pi(d, &t))?;
+        if let Some(cache) = ddl::id_cache(d, &t) {
             exec(c, &cache)?;
         }
     }

@@ -154,7 +154,7 @@ impl<S: Session> Client<S> {
             min_id = read_id(&mut g, &sql::min_id(t)).map_err(|e| fail("reading min(transactionid)", e))?;
             generator = Some(g);
             let mut d = driver.connect()?;
-            let del = dialect.pi_delete_oldest(t);
+            let del = super::ddl::delete_oldest(dialect, t);
             d.prepare(&[("del", del.as_str())]).map_err(|e| fail("preparing the delete", e))?;
             delete = Some(d);
         }

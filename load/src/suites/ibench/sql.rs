@@ -1,8 +1,9 @@
 //! The Insert Benchmark's SQL (methodology §2.1, §2.4, §2.5), one function per
 //! statement shape, so the client runs and reports the same text. What differs
-//! between engines (the table's generated id, its cache, the delete form,
-//! placeholders, index hints) comes from the driver's dialect.
+//! between engines: the tables and the delete form are the suite's own (`ddl`),
+//! placeholders and index hints the driver's dialect.
 
+use super::ddl;
 use crate::driver::Dialect;
 
 /// The columns every INSERT names, in the order the rows are written.
@@ -25,7 +26,7 @@ pub fn secondary_indexes(t: &str) -> [(String, &'static str); 3] {
 /// The statements that make l.x's three indexes on table `t`, whose storage engine is `storage`
 /// where the engine has several (the dialect decides: one ALTER TABLE for InnoDB, §2.4).
 pub fn create_indexes(t: &str, d: &dyn Dialect, storage: Option<&str>) -> Vec<String> {
-    d.add_indexes(t, &secondary_indexes(t), storage)
+    ddl::add_indexes(d, t, &secondary_indexes(t), storage)
 }
 
 /// The start of every multi-row INSERT; the rows follow as literals.

@@ -3,6 +3,7 @@
 //! transaction; `workloads`) and run by one generic executor (`exec`) on any
 //! driver; `prepare` loads the tables.
 
+pub mod ddl;
 pub mod exec;
 pub mod gen;
 pub mod prepare;

@@ -1,6 +1,7 @@
 //! The sysbench load step: create the sbtest tables, insert rows in id order
 //! with multi-row INSERTs, then create the secondary index on k.
 
+use super::ddl;
 use crate::driver::lost::LOST;
 use crate::driver::{describe, existing_tables, Driver, LockWaits, Session};
 use crate::output::emit;
@@ -122,7 +123,7 @@ fn load<D: Driver>(driver: &D, client: &mut D::Session, opts: &PrepareOpts, live
     let mut sql = String::with_capacity(ROWS_PER_INSERT as usize * 200);
     let mut latency = new_histogram();
     for t in 1..=opts.tables {
-        for ddl in dialect.create_sbtest(&format!("sbtest{t}"), opts.primary_key)? {
+        for ddl in ddl::create_sbtest(dialect, &format!("sbtest{t}"), opts.primary_key)? {
             exec(client, &ddl)?;
         }
         let mut done = 0;
@@ -161,7 +162,7 @@ pub fn run<D: Driver>(driver: &D, opts: PrepareOpts) -> Result<(), String> {
         return Err("prepare needs at least one table and one row per table".into());
     }
     // A table the engine cannot make fails the step before anything is dropped or created.
-    driver.dialect().create_sbtest("sbtest1", opts.primary_key)?;
+    ddl::create_sbtest(driver.dialect(), "sbtest1", opts.primary_key)?;
     let mut client = driver.connect()?;
     let live = Arc::new(vec![Live::default()]);
     let phase = Arc::new(Phase::default());
