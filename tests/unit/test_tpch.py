@@ -1,0 +1,67 @@
+"""The tables and queries derived from TPC-H: every query runs on data the generator made (SQLite, at scale
+0.01, in memory), and its forms per SQL family differ only where the families' SQL does."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbsweep.suites.analytics import tpch
+
+SCALE = 0.01
+
+
+def _generator() -> str:
+    exe = shutil.which("tpcgen-cli") or str(Path(sys.executable).parent / "tpcgen-cli")
+    if not Path(exe).is_file():
+        pytest.fail("tpcgen-cli is not installed: it is a dependency of the project (uv sync)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> sqlite3.Connection:
+    out = tmp_path_factory.mktemp("tpch")
+    subprocess.run([_generator(), "tpch", "-s", str(SCALE), f"--output-dir={out}"], check=True, capture_output=True)
+    con = sqlite3.connect(":memory:")
+    for stmt in tpch.schema("sqlite"):
+        con.execute(stmt)
+    for table in tpch.TABLES:
+        rows = [line.rstrip("\n").rstrip("|").split("|") for line in (out / f"{table}.tbl").open()]
+        marks = ", ".join("?" * len(rows[0]))
+        con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    for stmt in tpch.keys("sqlite"):
+        con.execute(stmt)
+    return con
+
+
+def test_every_query_runs_and_the_first_has_its_four_groups(db: sqlite3.Connection) -> None:
+    answers = {name: db.execute(tpch.query(name, "sqlite", SCALE)).fetchall() for name in tpch.QUERIES}
+    # Q1 groups by return flag and line status: A-F, N-F, N-O and R-F, in that order, at any scale.
+    assert [(r[0], r[1]) for r in answers["q01"]] == [("A", "F"), ("N", "F"), ("N", "O"), ("R", "F")]
+    assert sum(r[-1] for r in answers["q01"]) > 0.9 * db.execute("SELECT count(*) FROM lineitem").fetchone()[0]
+    # Q13 counts every customer once; Q4's five priorities; Q12's two ship modes.
+    assert sum(r[1] for r in answers["q13"]) == db.execute("SELECT count(*) FROM customer").fetchone()[0]
+    assert [r[0] for r in answers["q04"]] == ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"]
+    assert [r[0] for r in answers["q12"]] == ["MAIL", "SHIP"]
+    # The years the queries read from the text dates.
+    assert {r[2] for r in answers["q07"]} <= {1995, 1996} and answers["q07"]
+    assert len(answers["q03"]) == 10 and len(answers["q10"]) == 20
+
+
+def test_the_families_differ_only_in_dates_and_years() -> None:
+    for name in tpch.QUERIES:
+        pg, my, lite = (tpch.query(name, f, 1) for f in ("postgres", "mysql", "sqlite"))
+        assert pg == my, name
+        assert "extract(" not in lite and "date '" not in lite, name
+        assert (lite == pg) == ("date '" not in pg and "extract(" not in pg), name
+    assert "* 0.0001000000" in tpch.query("q11", "postgres", 1)
+    assert "* 0.0100000000" in tpch.query("q11", "postgres", 0.01)
+    assert "cast(strftime('%Y', o_orderdate) as integer)" in tpch.query("q09", "sqlite", 1)
+    assert tpch.keys("postgres")[-1] == "ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)"
+    with pytest.raises(ValueError, match="no query 'q23'"):
+        tpch.query("q23", "postgres", 1)
