@@ -1,20 +1,30 @@
-"""The tables and the 22 queries derived from TPC-H, per SQL family.
+"""The tables and the 22 queries derived from TPC-H, in the SQL an engine speaks (`Sql`: its facts, not its name).
 
 The queries are the specification's, each with the substitution parameters of its query validation (so every
-run asks the same question), written in SQL that Postgres and MariaDB run as they are: date arithmetic is done
-beforehand (`date '1998-09-02'` for 1998-12-01 less 90 days), the view of Q15 is a WITH clause (its approved
-variant), and substrings use `substr`. SQLite keeps dates as text and has no `extract`, so its form drops the
-`date` keyword and reads the year with `strftime`. Q11's fraction is 0.0001 / scale factor, filled in when the
-query is asked for. Results made with these are "derived from TPC-H": they are not TPC-H results.
+run asks the same question), written in SQL that an engine with a DATE type runs as it is: date arithmetic is
+done beforehand (`date '1998-09-02'` for 1998-12-01 less 90 days), the view of Q15 is a WITH clause (its
+approved variant), and substrings use `substr`. An engine that keeps dates as text (no DATE type, no
+`extract`) gets the literals without the `date` keyword and the year read with `strftime`. Q11's fraction is
+0.0001 / scale factor, filled in when the query is asked for. Results made with these are "derived from
+TPC-H": they are not TPC-H results.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
 
-Family = Literal["postgres", "mysql", "sqlite"]
+
+@dataclass(frozen=True)
+class Sql:
+    """What the tables and queries need to know of an engine's SQL."""
+
+    typed_dates: bool = True  # a DATE type: `date 'YYYY-MM-DD'` literals and `extract(year from ...)`
+    adds_primary_key: bool = True  # ALTER TABLE ... ADD PRIMARY KEY (else a unique index stands in)
+
+
+TYPED = Sql()
 QUERIES = tuple(f"q{n:02d}" for n in range(1, 23))
 TABLES = ("region", "nation", "part", "supplier", "partsupp", "customer", "orders", "lineitem")
 # The primary keys (specification 1.4.2), added after the load: the load's phases are timed apart.
@@ -42,26 +52,26 @@ def _statements(text: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-def schema(family: Family) -> list[str]:
-    """The CREATE TABLE statements (the same in every family)."""
+def schema(sql: Sql = TYPED) -> list[str]:
+    """The CREATE TABLE statements (the same for every engine)."""
     return _statements(_text("schema.sql"))
 
 
-def keys(family: Family) -> list[str]:
-    """The statements that add the primary keys: SQLite cannot add one to a table, so it gets a unique index."""
-    if family == "sqlite":
+def keys(sql: Sql = TYPED) -> list[str]:
+    """The statements that add the primary keys; where a key cannot be added to a table, a unique index."""
+    if not sql.adds_primary_key:
         return [f"CREATE UNIQUE INDEX {t}_pk ON {t} ({', '.join(cols)})" for t, cols in KEYS.items()]
     return [f"ALTER TABLE {t} ADD PRIMARY KEY ({', '.join(cols)})" for t, cols in KEYS.items()]
 
 
-def query(name: str, family: Family, scale: float) -> str:
-    """Query `name` (q01 ... q22) in `family`'s SQL, for scale factor `scale`."""
+def query(name: str, scale: float, sql: Sql = TYPED) -> str:
+    """Query `name` (q01 ... q22) for scale factor `scale`, in the SQL `sql` describes."""
     if name not in QUERIES:
         raise ValueError(f"no query {name!r}; have q01 to q22")
     if scale <= 0:
         raise ValueError(f"a scale factor is positive, not {scale}")
     lines = [line for line in _text(f"{name}.sql").splitlines() if not line.lstrip().startswith("--")]
-    sql = "\n".join(lines).strip().replace("{fraction}", f"{0.0001 / scale:.10f}")
-    if family == "sqlite":
-        sql = _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", sql))
-    return sql
+    text = "\n".join(lines).strip().replace("{fraction}", f"{0.0001 / scale:.10f}")
+    if not sql.typed_dates:
+        text = _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", text))
+    return text
