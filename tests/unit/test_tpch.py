@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sqlite3
 import subprocess
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep.suites.analytics import tpch
+from dbsweep.suites.analytics import tpcds, tpch
+from dbsweep.suites.analytics.sqltext import Sql
 
 SCALE = 0.01
 # SQLite keeps dates as text and cannot add a primary key to a table.
-TEXT_DATES = tpch.Sql(typed_dates=False, adds_primary_key=False)
+TEXT_DATES = Sql(typed_dates=False, adds_primary_key=False)
 
 
 def _generator() -> str:
@@ -36,7 +38,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> sqlite3.Connection:
         rows = [line.rstrip("\n").rstrip("|").split("|") for line in (out / f"{table}.tbl").open()]
         marks = ", ".join("?" * len(rows[0]))
         con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-    for stmt in tpch.keys(TEXT_DATES):
+    for stmt in tpch.primary_keys(TEXT_DATES):
         con.execute(stmt)
     return con
 
@@ -63,7 +65,36 @@ def test_text_dates_differ_only_in_dates_and_years() -> None:
     assert "* 0.0001000000" in tpch.query("q11", 1)
     assert "* 0.0100000000" in tpch.query("q11", 0.01)
     assert "cast(strftime('%Y', o_orderdate) as integer)" in tpch.query("q09", 1, TEXT_DATES)
-    assert tpch.keys()[-1] == "ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)"
-    assert tpch.keys(TEXT_DATES)[-1] == "CREATE UNIQUE INDEX lineitem_pk ON lineitem (l_orderkey, l_linenumber)"
+    assert tpch.primary_keys()[-1] == "ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)"
+    assert tpch.primary_keys(TEXT_DATES)[-1] == "CREATE UNIQUE INDEX lineitem_pk ON lineitem (l_orderkey, l_linenumber)"
     with pytest.raises(ValueError, match="no query 'q23'"):
         tpch.query("q23", 1)
+
+
+def test_the_tpcds_tables_take_what_the_generator_makes(tmp_path: Path) -> None:
+    """Every table derived from TPC-DS has the columns of the generator's rows (scale 0.01), and takes them with
+    its keys: the sales are unique by item and ticket or order, the dimensions by their surrogate key."""
+    subprocess.run(
+        [_generator(), "tpcds", "-s", str(SCALE), f"--output-dir={tmp_path}"], check=True, capture_output=True
+    )
+    con = sqlite3.connect(":memory:")
+    for stmt in tpcds.schema(TEXT_DATES):
+        con.execute(stmt)
+    assert len(tpcds.tables()) == 24
+    for table in tpcds.tables():
+        columns = len(con.execute(f"SELECT * FROM {table}").description)
+        with (tmp_path / f"{table}.dat").open(encoding="utf-8", errors="replace") as f:
+            # Enough rows for every dimension (date_dim's 73,049 days among them), not the 135 MB of the facts.
+            lines = list(itertools.islice(f, 80_000))
+        rows = [[v or None for v in line.rstrip("\n").removesuffix("|").split("|")] for line in lines]
+        assert rows and {len(r) for r in rows} == {columns}, table
+        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * columns)})", rows)
+    for stmt in tpcds.primary_keys(TEXT_DATES):
+        con.execute(stmt)
+    assert "CREATE UNIQUE INDEX store_sales_pk ON store_sales (ss_item_sk, ss_ticket_number)" in tpcds.primary_keys(
+        TEXT_DATES
+    )
+    assert "ALTER TABLE date_dim ADD PRIMARY KEY (d_date_sk)" in tpcds.primary_keys()
+    # The years the data covers: the queries' date ranges must fall in them.
+    years = con.execute("SELECT min(d_year), max(d_year) FROM date_dim").fetchone()
+    assert years[0] <= 1998 and years[1] >= 2003

@@ -12,19 +12,9 @@ TPC-H": they are not TPC-H results.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from importlib import resources
 
+from dbsweep.suites.analytics.sqltext import TYPED, Sql, key_statements, statements, text, without_comments
 
-@dataclass(frozen=True)
-class Sql:
-    """What the tables and queries need to know of an engine's SQL."""
-
-    typed_dates: bool = True  # a DATE type: `date 'YYYY-MM-DD'` literals and `extract(year from ...)`
-    adds_primary_key: bool = True  # ALTER TABLE ... ADD PRIMARY KEY (else a unique index stands in)
-
-
-TYPED = Sql()
 QUERIES = tuple(f"q{n:02d}" for n in range(1, 23))
 TABLES = ("region", "nation", "part", "supplier", "partsupp", "customer", "orders", "lineitem")
 # The primary keys (specification 1.4.2), added after the load: the load's phases are timed apart.
@@ -43,25 +33,14 @@ _DATE = re.compile(r"\bdate\s+'(\d{4}-\d{2}-\d{2})'", re.IGNORECASE)
 _YEAR = re.compile(r"\bextract\s*\(\s*year\s+from\s+(\w+)\s*\)", re.IGNORECASE)
 
 
-def _text(name: str) -> str:
-    return (resources.files("dbsweep.suites.analytics") / "tpch" / name).read_text("utf-8")
-
-
-def _statements(text: str) -> list[str]:
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
 def schema(sql: Sql = TYPED) -> list[str]:
     """The CREATE TABLE statements (the same for every engine)."""
-    return _statements(_text("schema.sql"))
+    return statements(text("tpch", "schema.sql"))
 
 
-def keys(sql: Sql = TYPED) -> list[str]:
+def primary_keys(sql: Sql = TYPED) -> list[str]:
     """The statements that add the primary keys; where a key cannot be added to a table, a unique index."""
-    if not sql.adds_primary_key:
-        return [f"CREATE UNIQUE INDEX {t}_pk ON {t} ({', '.join(cols)})" for t, cols in KEYS.items()]
-    return [f"ALTER TABLE {t} ADD PRIMARY KEY ({', '.join(cols)})" for t, cols in KEYS.items()]
+    return key_statements(KEYS, sql)
 
 
 def query(name: str, scale: float, sql: Sql = TYPED) -> str:
@@ -70,8 +49,7 @@ def query(name: str, scale: float, sql: Sql = TYPED) -> str:
         raise ValueError(f"no query {name!r}; have q01 to q22")
     if scale <= 0:
         raise ValueError(f"a scale factor is positive, not {scale}")
-    lines = [line for line in _text(f"{name}.sql").splitlines() if not line.lstrip().startswith("--")]
-    text = "\n".join(lines).strip().replace("{fraction}", f"{0.0001 / scale:.10f}")
+    body = without_comments(text("tpch", f"{name}.sql")).replace("{fraction}", f"{0.0001 / scale:.10f}")
     if not sql.typed_dates:
-        text = _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", text))
-    return text
+        body = _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", body))
+    return body
