@@ -3,6 +3,7 @@ the primary keys added after a load."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -38,3 +39,15 @@ def key_statements(keys: Mapping[str, tuple[str, ...]], sql: Sql) -> list[str]:
     if not sql.adds_primary_key:
         return [f"CREATE UNIQUE INDEX {t}_pk ON {t} ({', '.join(cols)})" for t, cols in keys.items()]
     return [f"ALTER TABLE {t} ADD PRIMARY KEY ({', '.join(cols)})" for t, cols in keys.items()]
+
+
+_DATE = re.compile(r"\bdate\s+'(\d{4}-\d{2}-\d{2})'", re.IGNORECASE)
+_YEAR = re.compile(r"\bextract\s*\(\s*year\s+from\s+(\w+)\s*\)", re.IGNORECASE)
+
+
+def in_dialect(query: str, sql: Sql) -> str:
+    """A query written for typed dates, in the SQL `sql` describes: where dates are text, the literals lose the
+    `date` keyword and the year is read with `strftime`."""
+    if sql.typed_dates:
+        return query
+    return _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", query))

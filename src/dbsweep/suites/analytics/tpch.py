@@ -11,9 +11,15 @@ TPC-H": they are not TPC-H results.
 
 from __future__ import annotations
 
-import re
-
-from dbsweep.suites.analytics.sqltext import TYPED, Sql, key_statements, statements, text, without_comments
+from dbsweep.suites.analytics.sqltext import (
+    TYPED,
+    Sql,
+    in_dialect,
+    key_statements,
+    statements,
+    text,
+    without_comments,
+)
 
 QUERIES = tuple(f"q{n:02d}" for n in range(1, 23))
 TABLES = ("region", "nation", "part", "supplier", "partsupp", "customer", "orders", "lineitem")
@@ -28,9 +34,6 @@ KEYS: dict[str, tuple[str, ...]] = {
     "orders": ("o_orderkey",),
     "lineitem": ("l_orderkey", "l_linenumber"),
 }
-
-_DATE = re.compile(r"\bdate\s+'(\d{4}-\d{2}-\d{2})'", re.IGNORECASE)
-_YEAR = re.compile(r"\bextract\s*\(\s*year\s+from\s+(\w+)\s*\)", re.IGNORECASE)
 
 
 def schema(sql: Sql = TYPED) -> list[str]:
@@ -50,6 +53,4 @@ def query(name: str, scale: float, sql: Sql = TYPED) -> str:
     if scale <= 0:
         raise ValueError(f"a scale factor is positive, not {scale}")
     body = without_comments(text("tpch", f"{name}.sql")).replace("{fraction}", f"{0.0001 / scale:.10f}")
-    if not sql.typed_dates:
-        body = _YEAR.sub(r"cast(strftime('%Y', \1) as integer)", _DATE.sub(r"'\1'", body))
-    return body
+    return in_dialect(body, sql)
