@@ -263,9 +263,7 @@ def calibrate(
         chosen = s.target(target or s.base)
     except KeyError:
         raise DbsweepError(f"no target {target!r} in {study}; have: {', '.join(t.label for t in s.targets)}") from None
-    step_list: list[str] | None = None
-    if steps:
-        step_list = [_step_named(s, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
+    step_list = _steps_named(s, steps) if steps else None
     if counts_only and not s.measure.instructions:
         raise DbsweepError(f"{study}: --counts-only: the study counts no instructions (measure.instructions).")
     c = cal.copies(s, chosen, step_list, repeats, placement, separate_build=not same_build)
@@ -462,6 +460,11 @@ def _step_named(study: Study, name: str, option: str) -> str:
     return full
 
 
+def _steps_named(study: Study, steps: str) -> list[str]:
+    """The study's steps that a comma-separated --steps names, in full."""
+    return [_step_named(study, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
+
+
 @app.command()
 def why(
     study: StudyArg,
@@ -602,11 +605,7 @@ def bisect(
         raise DbsweepError(
             f"--target: no target {target!r} in {study}; have: {', '.join(t.label for t in s.targets)}"
         ) from None
-    step_list = (
-        [_step_named(s, name, "--steps") for name in (x.strip() for x in steps.split(",")) if name]
-        if steps
-        else s.steps()
-    )
+    step_list = _steps_named(s, steps) if steps else s.steps()
     if at is not None:
         step = _step_named(s, at, "--at")
         store = _open_store(s, must_exist=True, read_only=True)

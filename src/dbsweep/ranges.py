@@ -84,21 +84,18 @@ def _expand_one(t: dict[str, Any], data: dict[str, Any]) -> list[dict[str, Any]]
     given = [k for k in ("versions", "tarballs") if k in t] + (["source"] if "source" in t else [])
     if len(given) > 1:
         raise ValueError(f"{' and '.join(given)} exclude each other: give one")
+    source = t.get("source")
+    parts = _git_range(source) if isinstance(source, str) else None
+    if "every" in t and parts is None:
+        raise ValueError("every: only a git range (source = 'git:URL@A..B') takes every")
     if "versions" in t:
         versions = t["versions"]
-        if "every" in t:
-            raise ValueError("every: only a git range (source = 'git:URL@A..B') takes every")
         if not isinstance(versions, list) or not versions or not all(isinstance(v, str) and v for v in versions):
             raise ValueError("versions: a list of versions or sources, e.g. ['3.34.1', '3.40.1']")
         return [{**_rest(t), "name": _named(t, v), "source": v} for v in versions]
     if "tarballs" in t:
-        if "every" in t:
-            raise ValueError("every: only a git range (source = 'git:URL@A..B') takes every")
         return _tarballs(t)
-    source = t.get("source")
-    parts = _git_range(source) if isinstance(source, str) else None
-    if parts is None:
-        raise ValueError("every: only a git range (source = 'git:URL@A..B') takes every")
+    assert parts is not None  # a range table without versions or tarballs has a git range or `every`
     every = t.get("every", 1)
     if not isinstance(every, int) or isinstance(every, bool) or every < 1:
         raise ValueError(f"every: a whole number of commits, 1 or more, not {every!r}")
@@ -107,9 +104,9 @@ def _expand_one(t: dict[str, Any], data: dict[str, Any]) -> list[dict[str, Any]]
         raise ValueError(f"source: {source!r} needs a ref on both sides of '..'")
     root = Path(str(data.get("workspace", ".dbsweep"))).expanduser().resolve() / "sources"
     try:
-        commits = git.history(url, a, b, root)
+        commits = git.history(url, a, b, root, sides=("the range start", "its end"))
     except DbsweepError as e:
-        raise ValueError(f"source: {str(e).replace('--good', 'the range start').replace('--bad', 'its end')}") from None
+        raise ValueError(f"source: {e}") from None
     picked = commits[::every]
     if picked[-1] != commits[-1]:
         picked.append(commits[-1])

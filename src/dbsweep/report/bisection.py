@@ -4,16 +4,16 @@ why, the verdicts of the culprit against its parent, the functions that explain 
 from __future__ import annotations
 
 import html
+import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from dbsweep.errors import DbsweepError
-from dbsweep.report import fmt
+from dbsweep import say
+from dbsweep.report import fmt, output
 from dbsweep.report.output import Format
 from dbsweep.say import styled
 from dbsweep.verdicts.bisect import Side
@@ -232,6 +232,17 @@ def render(b: Bisection, console: Console) -> None:
     console.print(f"{len(b.probes)} probes, {b.builds} builds made, {b.seconds / 60:.1f} min")
 
 
+def text(b: Bisection, f: Format) -> str:
+    """The answer in format `f` as text (the terminal's without colours)."""
+    if f == Format.terminal:
+        buf = io.StringIO()
+        render(b, say.console(file=buf, width=160, color_system=None, soft_wrap=False))
+        return buf.getvalue()
+    if f == Format.markdown:
+        return markdown(b)
+    return page(b) if f == Format.html else json.dumps(to_dict(b), indent=2) + "\n"
+
+
 def emit(b: Bisection, f: Format, out: Path | None, console: Console) -> Path | None:
     """Prints the answer, or writes it to `out` (an HTML page goes to a file even without one)."""
     if out is None and f == Format.terminal:
@@ -239,17 +250,5 @@ def emit(b: Bisection, f: Format, out: Path | None, console: Console) -> Path | 
         return None
     if f == Format.html and out is None:
         out = Path(f"{b.title}.html")
-    if out is not None and not out.parent.is_dir():
-        raise DbsweepError(f"--out: the directory {out.parent} does not exist; make it first, or give another file.")
-    if f == Format.terminal:
-        from dbsweep import say
-
-        with out.open("w", encoding="utf-8") as fh:  # type: ignore[union-attr]
-            render(b, say.console(file=fh, width=160, color_system=None, soft_wrap=False))
-        return out
-    body = markdown(b) if f == Format.markdown else page(b) if f == Format.html else json.dumps(to_dict(b), indent=2)
-    if out is None:
-        sys.stdout.write(body if body.endswith("\n") else body + "\n")
-        return None
-    out.write_text(body, encoding="utf-8")
-    return out
+    output.check_out(out, f)
+    return output.deliver(text(b, f), out)

@@ -64,11 +64,20 @@ def emit(data: ReportData, fmt: Format, out: Path | None, console: Console) -> P
         return None
     if out is None and fmt == Format.html:
         out = default_html_path(data)
+    check_out(out, fmt)
+    return deliver(text(data, fmt), out)
+
+
+def check_out(out: Path | None, fmt: Format) -> None:
+    """Refuses an --out that cannot be written: a directory, or a file in a directory that does not exist."""
     if out is not None and out.is_dir():
         raise DbsweepError(f"--out: {out} is a directory; give a file name, e.g. {out / f'report.{fmt.value}'}")
     if out is not None and not out.parent.is_dir():
         raise DbsweepError(f"--out: the directory {out.parent} does not exist; make it first, or give another file.")
-    body = text(data, fmt)
+
+
+def deliver(body: str, out: Path | None) -> Path | None:
+    """Writes `body` to `out`, or to standard output without one; returns the file written, if any."""
     if out is None:
         sys.stdout.write(body)
         sys.stdout.flush()

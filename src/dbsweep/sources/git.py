@@ -55,11 +55,15 @@ def is_remote(url: str) -> bool:
     return bool(_REMOTE.match(url))
 
 
+def _normal(url: str) -> str:
+    """A URL as it is, a local path made absolute: the cached clone is keyed by it."""
+    return url if is_remote(url) else str(Path(url).expanduser().resolve())
+
+
 def cached_git(spec: str, location: str, root: Path) -> SourceTree | None:
     """The tree `spec` names when the source cache already holds it; never clones or fetches."""
     url, ref = split_spec(location)
-    if not is_remote(url):
-        url = str(Path(url).expanduser().resolve())
+    url = _normal(url)
     tree = load_meta(_entry(root, ref), spec) if _FULL_SHA.fullmatch(ref) else None
     if tree is None:
         commit = _local_commit(_repo_dir(root, url), ref)
@@ -72,8 +76,7 @@ def resolve_git(
 ) -> SourceTree:
     """The files of the commit `REF` names, checked out once into a clean tree of their own."""
     url, ref = split_spec(location)
-    if not is_remote(url):
-        url = str(Path(url).expanduser().resolve())
+    url = _normal(url)
     if _FULL_SHA.fullmatch(ref) and not refresh:
         cached = load_meta(_entry(root, ref), spec)
         if cached is not None:
@@ -196,32 +199,29 @@ class Commit:
     date: str  # the committer date, ISO 8601
 
 
-def history(location: str, good: str, bad: str, root: Path, log: Log = quiet) -> list[Commit]:
+def history(
+    location: str, good: str, bad: str, root: Path, log: Log = quiet, sides: tuple[str, str] = ("--good", "--bad")
+) -> list[Commit]:
     """The commits from `good` to `bad` along `bad`'s first parents, good first and bad last: the commits a
-    bisection chooses among. Refused, before anything is built, when a ref does not exist or `good` is not an
-    ancestor of `bad`."""
-    url = location if is_remote(location) else str(Path(location).expanduser().resolve())
+    bisection (or a series' range) chooses among. Refused, before anything is built, when a ref does not exist
+    or `good` is not an ancestor of `bad`; the messages name the two ends as `sides` says."""
+    url = _normal(location)
     repo = _repo_dir(root, url)
     with locked(repo.with_suffix(".lock")):
         if _local_commit(repo, good) is None or _local_commit(repo, bad) is None:
             _clone_or_fetch(url, repo, root, log)
-        shas = {}
-        for side, ref in (("good", good), ("bad", bad)):
+        shas = []
+        for side, ref in zip(sides, (good, bad), strict=True):
             commit = _local_commit(repo, ref)
             if commit is None:
-                raise DbsweepError(f"--{side}: {ref!r} is not a tag, branch or commit of {url}.")
-            shas[side] = commit
-    if shas["good"] == shas["bad"]:
-        raise DbsweepError(f"--good and --bad name the same commit, {shas['good'][:12]}: there is nothing between.")
-    ancestor = subprocess.run(
-        ["git", "-C", str(repo), "merge-base", "--is-ancestor", shas["good"], shas["bad"]],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if ancestor.returncode != 0:
+                raise DbsweepError(f"{side}: {ref!r} is not a tag, branch or commit of {url}.")
+            shas.append(commit)
+    first, last = shas
+    if first == last:
+        raise DbsweepError(f"{sides[0]} and {sides[1]} name the same commit, {first[:12]}: there is nothing between.")
+    if run(["git", "-C", repo, "merge-base", "--is-ancestor", first, last], "git merge-base", check=False).returncode:
         raise DbsweepError(
-            f"--good {good} ({shas['good'][:12]}) is not an ancestor of --bad {bad} ({shas['bad'][:12]}) in {url}: "
+            f"{sides[0]} {good} ({first[:12]}) is not an ancestor of {sides[1]} {bad} ({last[:12]}) in {url}: "
             "a bisection needs the good commit in the bad one's history (swap them if the change is the reverse)."
         )
     listed = run(
@@ -233,11 +233,11 @@ def history(location: str, good: str, bad: str, root: Path, log: Log = quiet) ->
             "--first-parent",
             "--reverse",
             f"--format={_FORMAT}",
-            f"{shas['good']}..{shas['bad']}",
+            f"{first}..{last}",
         ],
         "git log",
     ).stdout
-    commits = [_commit(repo, shas["good"])]
+    commits = [_commit(repo, first)]
     for line in listed.splitlines():
         sha, date, subject = line.split("\0", 2)
         commits.append(Commit(sha, subject, date))
@@ -252,7 +252,7 @@ def _commit(repo: Path, sha: str) -> Commit:
 
 def files_changed(location: str, sha: str, root: Path) -> list[str]:
     """The files a commit changed against its first parent (from the cached clone)."""
-    url = location if is_remote(location) else str(Path(location).expanduser().resolve())
+    url = _normal(location)
     out = run(
         [
             "git",

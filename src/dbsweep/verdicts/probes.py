@@ -31,10 +31,12 @@ from dbsweep import installs, procs
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import functions
 from dbsweep.measure.functions import FunctionChange
+from dbsweep.progress import bars
 from dbsweep.results.store import Store
+from dbsweep.runner import Runner, open_run
 from dbsweep.sources import git
 from dbsweep.study import Study, Target
-from dbsweep.verdicts import bisect, instructions
+from dbsweep.verdicts import bisect, instructions, series
 from dbsweep.verdicts.bisect import Outcome, Search, Side, StepJudgement
 from dbsweep.verdicts.judging import by_repetition, judge
 
@@ -135,8 +137,6 @@ def ref_of(study: Study, name: str, url: str) -> str:
 def change_point(study: Study, store: Store, run_id: int, step: str, by: By) -> tuple[str, str]:
     """The targets on the two sides of the first confirmed change point of `step` in a series study's run, on the
     figure `by` (instructions, else QPS)."""
-    from dbsweep.verdicts import series
-
     if not study.series:
         raise DbsweepError(f"--at: {study.path} is not a series (series = true), so it has no change points.")
     figure = "instructions" if by == "instructions" else "QPS"
@@ -187,8 +187,6 @@ class Prober:
         return next(c.sha for c in self.commits if c.sha.startswith(short))
 
     def _add(self, *labels: str) -> Study:
-        from dbsweep.runner import open_run
-
         for lbl in labels:
             if lbl not in self.labels:
                 self.labels.append(lbl)
@@ -201,8 +199,6 @@ class Prober:
     def _build(self, study: Study, labels: Sequence[str]) -> list[str]:
         """Builds what `labels` need (each build once, from the cache when there); returns the labels whose
         commit does not build, each stored as failed with why."""
-        from dbsweep.progress import bars
-
         failed: list[str] = []
         ids = self.store.target_ids(self.run_id)
         have = self.store.instruction_counts(self.run_id)
@@ -223,8 +219,6 @@ class Prober:
     # ---- measuring --------------------------------------------------------------------------------------
 
     def _count(self, study: Study, labels: Sequence[str]) -> None:
-        from dbsweep.runner import Runner
-
         with procs.cleanup_on_exit():
             runner = Runner(
                 study, self.store, self.console, counts_only=True, only=labels, count_steps=self.request.steps
@@ -232,8 +226,6 @@ class Prober:
             runner.run(self.run_id)
 
     def _rounds(self, study: Study, labels: Sequence[str], repeats: int) -> None:
-        from dbsweep.runner import Runner
-
         with procs.cleanup_on_exit():
             Runner(study, self.store, self.console).run(self.run_id, repeats=repeats, targets=set(labels))
 
@@ -251,8 +243,7 @@ class Prober:
                 if bad is not None:
                     self.say(f"{bad.target} {step}: not counted: {bad.error}")
                 continue
-            basis = instructions.step_basis((b, t))
-            j = instructions.judge(b, t, None, basis)
+            j = instructions.judge(b, t)  # on the figure the two counts share (their step's basis)
             out[step] = Side(j.verdict or "unsure", j.ratio, floor=j.floor)
         return out
 
