@@ -47,8 +47,9 @@ pub struct SecondLine {
     pub max_us: u64,
 }
 
-/// Emits one line per second until `phase.stop` is set, `total` has passed, or every worker has
-/// lost its connection (`phase.lost`) or finished its events (`phase.finished`), using wall-clock seconds from `start`; sets `phase.stop`
+/// Emits one line per second until `phase.stop` is set, the measured part of `total` (after `warmup`)
+/// has passed since measurement began, or every worker has lost its connection (`phase.lost`) or
+/// finished its events (`phase.finished`), using wall-clock seconds from `start`; sets `phase.stop`
 /// then. Switches `phase.measuring` on after `warmup`. Calls `on_measure` at the moment
 /// measurement begins and returns that instant: None if the step ended before it began.
 pub fn report_seconds(
@@ -62,6 +63,10 @@ pub fn report_seconds(
     let mut last = vec![(0u64, 0u64); live.len()];
     let mut t = 0u64;
     let mut measure_start = None;
+    // The step ends the asked measured seconds after measurement began, so a reporter that wakes
+    // late from the warm-up (a busy machine) shifts the window instead of shortening it.
+    let mut end = total.map(|d| start + d);
+    let begin = |m: Instant| total.map(|d| m + d.saturating_sub(warmup));
     if warmup.is_zero() {
         on_measure();
         measure_start = Some(start);
@@ -72,7 +77,6 @@ pub fn report_seconds(
     loop {
         t += 1;
         let tick = start + Duration::from_secs(t);
-        let end = total.map(|d| start + d);
         // Sleep in short slices so a stop (e.g. the prepare step ending) is seen quickly.
         loop {
             let now = Instant::now();
@@ -96,6 +100,14 @@ pub fn report_seconds(
             max_us = max_us.max(l.max_us.swap(0, Relaxed));
         }
         let stopping = phase.stop.load(Relaxed) || end.is_some_and(|e| Instant::now() >= e) || all_lost();
+        // Switched before the line is written: writing may wait on a slow reader.
+        if in_warmup && !stopping && Instant::now() >= start + warmup {
+            on_measure();
+            let m = Instant::now();
+            measure_start = Some(m);
+            end = begin(m);
+            phase.measuring.store(true, Relaxed);
+        }
         if !stopping || ops > 0 {
             emit(&SecondLine {
                 kind: "second",
@@ -105,11 +117,6 @@ pub fn report_seconds(
                 errors: errs,
                 max_us,
             });
-        }
-        if in_warmup && !stopping && Instant::now() >= start + warmup {
-            on_measure();
-            measure_start = Some(Instant::now());
-            phase.measuring.store(true, Relaxed);
         }
         if stopping {
             phase.stop.store(true, Relaxed);
@@ -134,5 +141,18 @@ mod tests {
         assert_eq!(measured, None);
         assert!(phase.stop.load(Relaxed));
         assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_late_reporter_still_measures_the_seconds_asked() {
+        // The reporter starts 1.5 s after the step's start (as when the machine is busy): the warm-up
+        // is already over, and the measured second must still be a whole one.
+        let live = [Live::default()];
+        let phase = Phase::default();
+        let t0 = Instant::now() - Duration::from_millis(1500);
+        let total = Some(Duration::from_secs(2));
+        let m = report_seconds(&live, &phase, t0, Duration::from_secs(1), total, &mut || {}).expect("measured");
+        assert!(m.elapsed() >= Duration::from_secs(1));
+        assert!(phase.stop.load(Relaxed));
     }
 }

@@ -417,6 +417,9 @@ class _Pass:
                     self.instance.prewarm(tables)
                 except EngineError as e:
                     raise StepError(f"warming the cache failed: {e}") from e
+            # Asked before the run: a connection after it would meet backends still writing their files under
+            # valgrind (one such connection was closed unexpectedly on a busy machine).
+            roles = self.instance.roles()
             with self.instance.held_still():
                 # A process alive now (the warm-up's connection may still be exiting) is not the client's.
                 base = self.instance.workers()
@@ -433,7 +436,6 @@ class _Pass:
                 # Backends born during the run write their file as they exit, which valgrind makes slow.
                 _wait_gone(self.instance.workers() - base, _WAIT_EXIT_S)
                 foreground = {pid for pid in set(_files(out_dir).values()) - setup_pids if pid not in base}
-            roles = self.instance.roles()
         finally:
             self.instance.stop()
         files = _files(out_dir)
