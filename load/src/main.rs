@@ -12,11 +12,11 @@ use driver::mysql::MysqlDriver;
 use driver::pg::PgDriver;
 use driver::sqlite::SqliteDriver;
 use driver::Driver;
-use options::{Cli, Command, Engine};
+use options::{Analytics, Cli, Command, Engine, Target};
 use output::{emit, ErrorLine};
 use serde::Serialize;
 use suites::sysbench::workloads;
-use suites::{ibench, sysbench};
+use suites::{analytics, ibench, sysbench};
 
 #[derive(Serialize)]
 struct WorkloadLine {
@@ -35,7 +35,20 @@ fn run_step<D: Driver>(driver: &D, command: &Command) -> Result<(), String> {
     match command {
         Command::Sysbench { step, opts, .. } => sysbench::run(driver, step, opts),
         Command::Ibench { step, opts, .. } => ibench::run(driver, step, opts),
-        Command::List { .. } => unreachable!("list connects to nothing"),
+        Command::Analytics { action: Analytics::Load { opts, .. } } => analytics::load::run(driver, opts),
+        Command::Analytics { action: Analytics::Query { opts, .. } } => analytics::query::run(driver, opts),
+        Command::List { .. } | Command::Analytics { action: Analytics::Sql { .. } } => {
+            unreachable!("connects to nothing")
+        }
+    }
+}
+
+/// Runs a measuring subcommand on the driver of `target`'s engine.
+fn run_on(target: &Target, command: &Command) -> Result<(), String> {
+    match target.engine {
+        Engine::Postgres => target.postgres().and_then(|e| run_step(&PgDriver::new(e), command)),
+        Engine::Mariadb => target.mariadb().and_then(|e| run_step(&MysqlDriver::new(e), command)),
+        Engine::Sqlite => target.sqlite().and_then(SqliteDriver::new).and_then(|d| run_step(&d, command)),
     }
 }
 
@@ -64,11 +77,12 @@ fn main() {
             list(*json, *range);
             Ok(())
         }
-        Command::Sysbench { target, .. } | Command::Ibench { target, .. } => match target.engine {
-            Engine::Postgres => target.postgres().and_then(|e| run_step(&PgDriver::new(e), &cli.command)),
-            Engine::Mariadb => target.mariadb().and_then(|e| run_step(&MysqlDriver::new(e), &cli.command)),
-            Engine::Sqlite => target.sqlite().and_then(SqliteDriver::new).and_then(|d| run_step(&d, &cli.command)),
-        },
+        Command::Analytics { action: Analytics::Sql { engine, opts } } => analytics::print_sql(engine.dialect(), opts),
+        Command::Sysbench { target, .. }
+        | Command::Ibench { target, .. }
+        | Command::Analytics { action: Analytics::Load { target, .. } | Analytics::Query { target, .. } } => {
+            run_on(target, &cli.command)
+        }
     };
     if let Err(message) = result {
         emit(&ErrorLine { message: &message });

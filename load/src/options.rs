@@ -1,8 +1,9 @@
-//! The command line: `dbsweep-load sysbench STEP`, `dbsweep-load ibench STEP`, `dbsweep-load list`.
+//! The command line: `dbsweep-load sysbench STEP`, `dbsweep-load ibench STEP`, `dbsweep-load
+//! analytics load|query|sql`, `dbsweep-load list`.
 
 use crate::driver::sqlite::{self, DEFAULT_BUSY_TIMEOUT_MS};
-use crate::driver::Endpoint;
-use crate::suites::{ibench, sysbench};
+use crate::driver::{mysql, pg, Dialect, Endpoint};
+use crate::suites::{analytics, ibench, sysbench};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +37,11 @@ pub enum Command {
         #[command(flatten)]
         opts: ibench::Options,
     },
+    /// The analytic data sets derived from TPC-H and TPC-DS: load one, time a query, or show the SQL.
+    Analytics {
+        #[command(subcommand)]
+        action: Analytics,
+    },
     /// List the sysbench microbenchmarks this client knows.
     List {
         /// One JSON object per line instead of a table.
@@ -44,6 +50,33 @@ pub enum Command {
         /// The --range the statement counts are for.
         #[arg(long, default_value_t = 100)]
         range: u32,
+    },
+}
+
+/// `dbsweep-load analytics ...`.
+#[derive(Subcommand)]
+pub enum Analytics {
+    /// Create the set's tables, stream each table's rows from the generator into the engine's bulk
+    /// path, add the keys, analyze.
+    Load {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        opts: analytics::LoadOptions,
+    },
+    /// Run one query: warm-up runs, then measured ones, each until its last row is read.
+    Query {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        opts: analytics::QueryOptions,
+    },
+    /// Print, one JSON line each, the statements the engine would receive (connects to nothing).
+    Sql {
+        #[arg(long, value_enum)]
+        engine: Engine,
+        #[command(flatten)]
+        opts: analytics::SqlOptions,
     },
 }
 
@@ -56,6 +89,17 @@ pub enum Engine {
     Mariadb,
     /// An SQLite library opened in this process (--library, --database, --pragma, ...).
     Sqlite,
+}
+
+impl Engine {
+    /// The engine's SQL, known without a connection.
+    pub fn dialect(self) -> &'static dyn Dialect {
+        match self {
+            Engine::Postgres => &pg::DIALECT,
+            Engine::Mariadb => &mysql::DIALECT,
+            Engine::Sqlite => &sqlite::DIALECT,
+        }
+    }
 }
 
 /// Which engine, where and how to connect. The password comes from the environment so it never
@@ -298,5 +342,57 @@ mod tests {
         );
         assert!(parse(&["ibench", "l.i0", "--engine", "mariadb", "--rows", "5"]).is_ok());
         assert!(parse(&["sysbench", "prepare", "--engine", "MariaDB"]).is_err());
+    }
+
+    #[test]
+    fn analytics_subcommands_parse() {
+        let data = ["--set", "tpch", "--dir", "/d", "--scale", "0.01"];
+        let args = |sub: &'static str, more: &[&'static str]| {
+            let mut a = vec!["analytics", sub];
+            a.extend(data);
+            a.extend(more);
+            a
+        };
+        let Command::Analytics { action: Analytics::Load { target, opts } } =
+            parse(&args("load", &["--generator", "/g/tpcgen-cli", "--engine", "mariadb", "--port", "3307"]))
+                .unwrap()
+                .command
+        else {
+            panic!("not analytics load")
+        };
+        assert_eq!((target.engine, target.port), (Engine::Mariadb, Some(3307)));
+        assert_eq!((opts.data.set, opts.data.scale.as_str()), (analytics::DataSet::Tpch, "0.01"));
+        assert_eq!((opts.data.dir, opts.generator), (PathBuf::from("/d"), PathBuf::from("/g/tpcgen-cli")));
+        let Command::Analytics { action: Analytics::Query { target, opts } } =
+            parse(&args("query", &["--query", "q05", "--repeats", "3", "--engine", "sqlite", "--library", "l"]))
+                .unwrap()
+                .command
+        else {
+            panic!("not analytics query")
+        };
+        assert_eq!(target.engine, Engine::Sqlite);
+        assert_eq!((opts.query.as_str(), opts.repeats, opts.warmup_runs, opts.timeout_s), ("q05", 3, 1, 0));
+        let Command::Analytics { action: Analytics::Query { opts, .. } } =
+            parse(&args("query", &["--query", "q01", "--repeats", "1", "--warmup-runs", "0", "--timeout-s", "60"]))
+                .unwrap()
+                .command
+        else {
+            panic!("not analytics query")
+        };
+        assert_eq!((opts.warmup_runs, opts.timeout_s), (0, 60));
+        let Command::Analytics { action: Analytics::Sql { engine, opts } } =
+            parse(&args("sql", &["--engine", "sqlite", "--query", "q02"])).unwrap().command
+        else {
+            panic!("not analytics sql")
+        };
+        assert_eq!((engine, opts.query.as_deref()), (Engine::Sqlite, Some("q02")));
+        assert!(!engine.dialect().typed_dates() && Engine::Postgres.dialect().typed_dates());
+        // The generator is the load's, the repeats the query's; sql takes no connection's options.
+        assert!(parse(&args("load", &[])).is_err());
+        assert!(parse(&args("query", &["--query", "q01"])).is_err());
+        assert!(parse(&args("sql", &["--engine", "postgres", "--port", "5"])).is_err());
+        assert!(
+            parse(&["analytics", "load", "--set", "tpcx", "--dir", "/d", "--scale", "1", "--generator", "g"]).is_err()
+        );
     }
 }

@@ -480,7 +480,7 @@ class Runner:
 
     def _setup_commands(self) -> list[list[str]]:
         """The load client's commands of the suite's setup (the load), for the pristine copy."""
-        return [self.suite.command(s, self.suite.clients(s)[0]) for s in self.suite.setup_steps()]
+        return self.suite.instruction_setup()
 
     # ---- sampled profiles (measure.profile) ---------------------------------------------------------------
 

@@ -22,8 +22,12 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "dbsweep"
 DRIVERS = {"psycopg", "psycopg2", "asyncpg", "pymysql", "MySQLdb", "mariadb", "rocksdb", "apsw"}
 # The results store is dbsweep's own SQLite file, not an engine under test.
 SQLITE_ALLOWED = {"results/store.py"}
-# A suite of an engine's own tool may name that tool (and its engine): db_bench is the dbbench suite's program.
-TOOL_SUITES = {"suites/dbbench/": re.compile(r"db_bench|rocksdb", re.I)}
+# A suite of an engine's own tool may name that tool (and its engine): db_bench is the dbbench suite's program,
+# pgbench the pgbench suite's.
+TOOL_SUITES = {
+    "suites/dbbench/": re.compile(r"db_bench|rocksdb", re.I),
+    "suites/pgbench/": re.compile(r"pgbench|postgres|pg_|libpq", re.I),
+}
 # Words a generic module may hold for a stated reason: the store reads the table a suite's name was once on.
 EXCUSED = {("results/store.py", '"ibench_samples"')}
 ENGINE_WORDS = re.compile(r"postgres|postgresql|pg_|psql|mariadb|mysql|myrocks|innodb|rocksdb|db_bench|sqlite", re.I)

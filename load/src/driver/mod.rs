@@ -11,6 +11,7 @@
 //! The engines: Postgres (`pg/`) and MariaDB (`mysql/`), servers spoken to over their wire
 //! protocols (over `net`'s streams, with `link` and `readbuf` for what both do alike), and SQLite (`sqlite/`, an embedded library opened at run time).
 
+pub mod bulk;
 mod link;
 pub mod lost;
 pub mod mysql;
@@ -19,7 +20,7 @@ pub mod pg;
 mod readbuf;
 pub mod sqlite;
 
-use std::io;
+use std::io::{self, BufRead};
 
 /// Where and how to connect: engine-neutral data the options fill in.
 #[derive(Debug, Clone)]
@@ -121,6 +122,86 @@ pub trait Session: Send + 'static {
     fn lock_waits(&self) -> LockWaits {
         LockWaits::default()
     }
+
+    /// The engine's SQL, as this session's driver has it.
+    fn dialect(&self) -> &'static dyn Dialect;
+
+    /// Runs one query and hands each row to `row` as text (NULL as None), keeping none of them;
+    /// returns how many there were. The default reads them all first (`rows`); the drivers stream.
+    fn each_row(&mut self, sql: &str, row: &mut OnRow<'_>) -> Result<u64, DbError> {
+        let rows = self.rows(sql)?;
+        let mut fields = Vec::new();
+        for r in &rows {
+            fields.clear();
+            fields.extend(r.iter().map(|v| v.as_deref().map(str::as_bytes)));
+            row(&fields);
+        }
+        Ok(rows.len() as u64)
+    }
+
+    /// Loads `rows` into `table` (of `columns` columns) by the engine's fastest bulk path; returns the
+    /// rows loaded. `rows` are lines of '|'-separated fields, each line ending with a '|' after its
+    /// last field, an empty field meaning NULL (`bulk`). A line of another form, or an error reading
+    /// `rows`, fails the load as the server's errors do.
+    ///
+    /// This default prepares `INSERT INTO table VALUES (...)` and runs it once per row, in explicit
+    /// transactions of `bulk::ROWS_PER_TRANSACTION` rows (an embedded engine's fastest path, with no
+    /// round trip to save); the server engines override it with their own bulk protocol. The rows of
+    /// the transactions committed before an error stay loaded.
+    fn bulk_load(&mut self, table: &str, columns: usize, rows: &mut dyn BufRead) -> Result<u64, DbError> {
+        let name = format!("dbsweep_bulk_{table}");
+        let mut sql = format!("INSERT INTO {table} VALUES (");
+        for i in 0..columns {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            self.dialect().placeholder(i, &mut sql);
+        }
+        sql.push(')');
+        self.prepare(&[(&name, &sql)])?;
+        let mut line = Vec::new();
+        let mut loaded = 0u64;
+        let result = loop {
+            line.clear();
+            match rows.read_until(b'\n', &mut line) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(DbError::Client(bulk::read_error(&e, loaded + 1))),
+            }
+            let mut fields = Vec::with_capacity(columns);
+            if let Err(e) = bulk::split_row(&line, columns, loaded + 1, &mut fields) {
+                break Err(DbError::Client(e));
+            }
+            if loaded.is_multiple_of(bulk::ROWS_PER_TRANSACTION) {
+                if let Err(e) = self.begin_write() {
+                    break Err(e);
+                }
+            }
+            if let Err(e) = self.execute(&name, &fields) {
+                break Err(e);
+            }
+            loaded += 1;
+            if loaded.is_multiple_of(bulk::ROWS_PER_TRANSACTION) {
+                if let Err(e) = self.commit() {
+                    break Err(e);
+                }
+            }
+        };
+        match result {
+            Ok(()) if self.in_transaction() => self.commit().map(|()| loaded),
+            Ok(()) => Ok(loaded),
+            Err(e) => {
+                if self.in_transaction() && !self.is_closed() {
+                    let _ = self.rollback();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes every later statement of this session fail once it has run `seconds` (0: no limit),
+    /// with an error whose kind (`error_kind`) is `timeout`.
+    fn set_statement_timeout(&mut self, seconds: u64) -> Result<(), DbError>;
 }
 
 /// An engine's SQL family: what a suite's own DDL matches on where the SQL differs between engines
@@ -167,6 +248,18 @@ pub trait Dialect: Sync {
     fn index_hint(&self, _index: &str) -> String {
         String::new()
     }
+
+    /// Whether the engine has a DATE type, with `date 'YYYY-MM-DD'` literals and `extract(year from
+    /// ...)`; where it has none, dates are kept as text.
+    fn typed_dates(&self) -> bool;
+
+    /// Whether `ALTER TABLE t ADD PRIMARY KEY (...)` adds a primary key to a loaded table; where it
+    /// cannot, a unique index stands in.
+    fn adds_primary_key(&self) -> bool;
+
+    /// The statements that make a freshly loaded `table` ready for queries (its statistics, and
+    /// whatever else a first query would otherwise pay for).
+    fn after_load(&self, table: &str) -> Vec<String>;
 }
 
 /// The names of the tables `prefix` followed by digits that exist, sorted by their number.
@@ -185,6 +278,9 @@ pub fn existing_tables<S: Session>(s: &mut S, dialect: &dyn Dialect, prefix: &st
     Ok(names.into_iter().map(|(_, n)| n).collect())
 }
 
+/// What takes a query's rows one at a time: each row's values as text, NULL as None.
+pub type OnRow<'a> = dyn FnMut(&[Option<&[u8]>]) + 'a;
+
 /// What one statement did.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Outcome {
@@ -200,6 +296,8 @@ pub enum ParamValue<'a> {
     Int(i64),
     /// UTF-8 text.
     Text(&'a [u8]),
+    /// SQL's NULL.
+    Null,
 }
 
 /// Something a prepared statement takes as a parameter.
@@ -252,6 +350,14 @@ impl DbError {
     }
 }
 
+/// The kind of an error that a statement timeout caused.
+pub const TIMEOUT_KIND: &str = "timeout";
+
+/// Whether `code` (a `ServerError`'s) is an engine's statement timeout.
+fn is_timeout(code: &str) -> bool {
+    [pg::TIMEOUT_CODES, mysql::TIMEOUT_CODES, sqlite::TIMEOUT_CODES].iter().any(|codes| codes.contains(&code))
+}
+
 /// One line for an error: the server's message when there is one.
 pub fn describe(e: &DbError) -> String {
     match e {
@@ -264,8 +370,12 @@ pub fn describe(e: &DbError) -> String {
 /// The kind an error is counted under: "sqlstate-XXXXX" when Postgres sent a SQLSTATE, SQLite's
 /// result code in lower case (sqlite_busy, sqlite_constraint_check), MariaDB's error number as
 /// mysql_<errno> (mysql_1213), else a short name for the client-side failure.
+///
+/// A statement the session's `set_statement_timeout` stopped is of kind "timeout", whatever the engine
+/// (each driver names the codes its engine stops such a statement with).
 pub fn error_kind(e: &DbError) -> String {
     match e {
+        DbError::Server(s) if is_timeout(&s.code) => TIMEOUT_KIND.to_string(),
         DbError::Server(s) if s.code.starts_with("SQLITE_") || s.code.starts_with("MYSQL_") => {
             s.code.to_ascii_lowercase()
         }
@@ -305,6 +415,12 @@ pub(crate) mod tests {
         }
         fn is_closed(&self) -> bool {
             false
+        }
+        fn dialect(&self) -> &'static dyn Dialect {
+            &pg::DIALECT
+        }
+        fn set_statement_timeout(&mut self, _: u64) -> Result<(), DbError> {
+            Err(DbError::Client("no".into()))
         }
     }
 
@@ -398,5 +514,114 @@ pub(crate) mod tests {
         };
         assert_eq!(describe(&DbError::Server(mysql)), "MYSQL_1146: (42S02) Table 'x.t' doesn't exist");
         assert_eq!(error_kind(&DbError::Closed("gone".into())), "connection-closed");
+    }
+
+    #[test]
+    fn a_statement_timeout_is_of_kind_timeout_on_every_engine() {
+        let server = |code: &str| DbError::Server(ServerError { code: code.into(), message: "m".into(), fatal: false });
+        // Postgres's query_canceled, MariaDB's max_statement_time, MySQL's max_execution_time, SQLite's interrupt.
+        for code in ["57014", "MYSQL_1969", "MYSQL_3024", "SQLITE_INTERRUPT"] {
+            assert_eq!(error_kind(&server(code)), "timeout", "{code}");
+        }
+        // Other interruptions keep their own kind.
+        assert_eq!(error_kind(&server("MYSQL_1317")), "mysql_1317");
+        assert_eq!(error_kind(&server("57P01")), "sqlstate-57P01");
+        assert_eq!(error_kind(&server("SQLITE_ERROR")), "sqlite_error");
+    }
+
+    #[test]
+    fn the_default_bulk_load_streams_rows_as_parameters() {
+        use std::io::Cursor;
+        /// Records what the default bulk path asks of a session.
+        #[derive(Default)]
+        struct Record {
+            log: Vec<String>,
+            in_trx: bool,
+            fail_at: Option<usize>,
+        }
+        impl Session for Record {
+            fn prepare(&mut self, s: &[(&str, &str)]) -> Result<(), DbError> {
+                self.log.push(format!("prepare {} {}", s[0].0, s[0].1));
+                Ok(())
+            }
+            fn execute<'a, P: Param + 'a>(
+                &mut self,
+                name: &str,
+                params: impl IntoIterator<Item = &'a P>,
+            ) -> Result<Outcome, DbError> {
+                let values: Vec<String> = params
+                    .into_iter()
+                    .map(|p| match p.value() {
+                        ParamValue::Null => "NULL".to_string(),
+                        ParamValue::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                        ParamValue::Int(i) => i.to_string(),
+                    })
+                    .collect();
+                self.log.push(format!("{name}({})", values.join(",")));
+                if self.fail_at == Some(self.log.len()) {
+                    return Err(DbError::Client("refused".into()));
+                }
+                Ok(Outcome { rows: 0, affected: 1 })
+            }
+            fn simple(&mut self, _: &str) -> Result<Outcome, DbError> {
+                Ok(Outcome::default())
+            }
+            fn rows(&mut self, _: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
+                Ok(Vec::new())
+            }
+            fn begin(&mut self) -> Result<(), DbError> {
+                self.in_trx = true;
+                self.log.push("BEGIN".into());
+                Ok(())
+            }
+            fn commit(&mut self) -> Result<(), DbError> {
+                self.in_trx = false;
+                self.log.push("COMMIT".into());
+                Ok(())
+            }
+            fn rollback(&mut self) -> Result<(), DbError> {
+                self.in_trx = false;
+                self.log.push("ROLLBACK".into());
+                Ok(())
+            }
+            fn in_transaction(&self) -> bool {
+                self.in_trx
+            }
+            fn is_closed(&self) -> bool {
+                false
+            }
+            fn dialect(&self) -> &'static dyn Dialect {
+                &sqlite::DIALECT
+            }
+            fn set_statement_timeout(&mut self, _: u64) -> Result<(), DbError> {
+                Ok(())
+            }
+        }
+        let mut s = Record::default();
+        let n = s.bulk_load("t", 3, &mut Cursor::new(b"1|a||\n2||b|\n".to_vec())).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(
+            s.log,
+            [
+                "prepare dbsweep_bulk_t INSERT INTO t VALUES (?1, ?2, ?3)",
+                "BEGIN",
+                "dbsweep_bulk_t(1,a,NULL)",
+                "dbsweep_bulk_t(2,NULL,b)",
+                "COMMIT"
+            ]
+        );
+        // A bad line rolls back the open transaction, and says which row.
+        let mut s = Record::default();
+        let e = s.bulk_load("t", 2, &mut Cursor::new(b"1|a|\n2|b\n".to_vec())).unwrap_err();
+        assert_eq!(describe(&e), "row 2 does not end with '|' after its last field: \"2|b\"");
+        assert_eq!(s.log.last().unwrap(), "ROLLBACK");
+        // So does a statement that fails.
+        let mut s = Record { fail_at: Some(3), ..Record::default() };
+        assert!(s.bulk_load("t", 1, &mut Cursor::new(b"1|\n".to_vec())).is_err());
+        assert_eq!(s.log[1..], ["BEGIN", "dbsweep_bulk_t(1)", "ROLLBACK"]);
+        // Nothing to load: no transaction.
+        let mut s = Record::default();
+        assert_eq!(s.bulk_load("t", 1, &mut Cursor::new(Vec::new())).unwrap(), 0);
+        assert_eq!(s.log.len(), 1);
     }
 }

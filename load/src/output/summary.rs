@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 pub enum Suite {
     Sysbench,
     Ibench,
+    Analytics,
 }
 
 /// What a summary's `operations` counts, and so what its `rate` is per second of.
@@ -72,10 +73,12 @@ pub struct ClientUsage {
     pub max_rss_kb: u64,
 }
 
-/// The last line of every subcommand that measures (`sysbench STEP`, `ibench STEP`), one JSON object:
+/// The last line of every subcommand that measures (`sysbench STEP`, `ibench STEP`, `analytics load`,
+/// `analytics query`), one JSON object:
 ///
 /// ```text
-/// {"type": "summary", "suite": "sysbench" | "ibench", "step": "<the STEP argument>",
+/// {"type": "summary", "suite": "sysbench" | "ibench" | "analytics",
+///  "step": "<the STEP argument>" | "load" | "<the query, q01 ...>",
 ///  "ops_name": "queries" | "rows" | "indexed rows" | "Krows", "operations": N, "events": N,
 ///  "seconds": F, "rate": F, "tps": F,
 ///  "latency_us": {"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}, "histogram": "...",
@@ -89,18 +92,22 @@ pub struct ClientUsage {
 ///   "rows" (rows loaded); its microbenchmarks "queries" (statements, BEGIN and COMMIT included);
 ///   the scan "Krows" (operations = scans run, rate = thousands of rows scanned per second);
 ///   the Insert Benchmark's read-write steps (qrNNN, qpNNN) "queries", l.x "indexed rows" (rows
-///   in the tables when indexed), its other load steps "rows" (rows inserted).
+///   in the tables when indexed), its other load steps "rows" (rows inserted); analytics' load
+///   "rows" (rows loaded in all tables), its queries "queries" (measured runs that succeeded).
 /// * `events`: sysbench's events (transactions, or statements outside one; rows for prepare);
-///   for the Insert Benchmark equal to `operations`.
+///   for the Insert Benchmark and analytics equal to `operations`.
 /// * `seconds`: the measured time, s: after the warm-up for sysbench microbenchmarks, the whole
-///   step for prepare and for the Insert Benchmark (index builds included).
+///   step for prepare, for the Insert Benchmark (index builds included) and analytics' load; the sum
+///   of the measured runs for an analytic query.
 /// * `rate`: the step's throughput as the method reports it, per second: queries/s (qps),
 ///   rows/s, indexed rows/s, or Krows/s for the scan.
 /// * `tps`: events per second (for the Insert Benchmark and prepare equal to `rate`).
 /// * `latency_us`: the latency of the main operation, µs, from `histogram` (HdrHistogram V2,
 ///   deflated, base64, µs): sysbench's events (for prepare its INSERT statements), the Insert
-///   Benchmark's insert statements in load steps and its queries in read-write steps.
-/// * `errors`: failed statements (or events) by kind, "sqlstate-XXXXX" when the server gave one,
+///   Benchmark's insert statements in load steps and its queries in read-write steps, analytics'
+///   bulk load of each table and its measured query runs.
+/// * `errors`: failed statements (or events) by kind, "timeout" for a statement the session's
+///   statement timeout stopped, "sqlstate-XXXXX" when the server gave one,
 ///   SQLite's result code in lower case (sqlite_busy, sqlite_constraint_primarykey, ...),
 ///   else "connection-closed" or "client"; `error_count` their sum; `error_samples` up to five
 ///   distinct messages.
@@ -279,5 +286,6 @@ mod tests {
             assert_eq!(serde_json::to_value(o).unwrap(), name);
         }
         assert_eq!(serde_json::to_value(Suite::Sysbench).unwrap(), "sysbench");
+        assert_eq!(serde_json::to_value(Suite::Analytics).unwrap(), "analytics");
     }
 }

@@ -234,6 +234,11 @@ class Suite(ABC):
         share (steps with the same key are counted once); none unless the suite says so."""
         return {}
 
+    def instruction_setup(self) -> list[list[str]]:
+        """The commands that load the instruction pass's pristine copy: the setup steps as a run does them, unless
+        the suite counts on a smaller copy of its own (a data set that valgrind would take hours to query)."""
+        return [self.command(s, self.clients(s)[0]) for s in self.setup_steps()]
+
     def instruction_plan(self, step: str, seconds: int, amount: int | None = None) -> CountPlan:
         """How the valgrind pass runs one client of `step`: `amount` events (or the events a run of `seconds`
         completes, when not known yet) and three times as many; a sized step (the load) its own rows."""

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dbsweep.suites.analytics import Analytics
 from dbsweep.suites.base import Suite, SuiteSettings
 from dbsweep.suites.dbbench import Dbbench
 from dbsweep.suites.ibench import Ibench
+from dbsweep.suites.pgbench import Pgbench
 from dbsweep.suites.sysbench import Sysbench
 
 # Adding a suite: a package under suites/ with a Suite subclass, and one line here.
-SUITES: dict[str, type[Suite]] = {s.name: s for s in (Sysbench, Ibench, Dbbench)}
+SUITES: dict[str, type[Suite]] = {s.name: s for s in (Sysbench, Ibench, Dbbench, Analytics, Pgbench)}
 DEFAULT = "sysbench"
 
 

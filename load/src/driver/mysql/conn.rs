@@ -5,9 +5,21 @@ use super::wire::{self, Mode, Prepared, Reader, Reply};
 use crate::driver::link::Link;
 use crate::driver::lost::{Lost, LOST};
 use crate::driver::net::Stream;
-use crate::driver::{DbError, Outcome, Param, ServerError, Session};
+use crate::driver::{bulk, DbError, Dialect, OnRow, Outcome, Param, ServerError, Session};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::io::BufRead;
+
+/// The file name a bulk load's LOAD DATA LOCAL INFILE names: the rows are streamed, no file is read,
+/// and the server's request for any other name is refused.
+pub const INFILE_STREAM: &str = "dbsweep-stream";
+
+/// The packets of a LOAD DATA LOCAL stream are sent once they hold this much.
+const INFILE_CHUNK: usize = 64 * 1024;
+
+/// The errors of a server that does not take LOAD DATA LOCAL INFILE: ER_NOT_ALLOWED_COMMAND,
+/// MySQL's ER_CLIENT_LOCAL_FILES_DISABLED, MariaDB's ER_LOAD_INFILE_CAPABILITY_DISABLED.
+const INFILE_REFUSED: [&str; 3] = ["MYSQL_1148", "MYSQL_3948", "MYSQL_4166"];
 
 /// FNV-1a: the statement names are a few bytes, looked up once per query; SipHash's protection
 /// against chosen keys buys nothing here.
@@ -46,6 +58,8 @@ pub struct Conn {
     mode: Mode,
     /// The server status of the last OK or EOF.
     status: u16,
+    /// The server's version as its greeting gave it ("5.5.5-10.11.6-MariaDB", "8.0.36").
+    server_version: String,
 }
 
 impl Conn {
@@ -70,6 +84,7 @@ impl Conn {
             statements: HashMap::default(),
             mode: Mode::default(),
             status: 0,
+            server_version: String::new(),
         };
         c.handshake(user, dbname, password)?;
         // Established: from now on, breaking is a lost connection.
@@ -85,6 +100,7 @@ impl Conn {
             return Err(self.server_error(&hello));
         }
         let h = wire::parse_handshake(&hello).map_err(|e| self.link.broken(e))?;
+        self.server_version = h.version.clone();
         let needed = wire::CLIENT_PROTOCOL_41 | wire::CLIENT_SECURE_CONNECTION;
         if h.capabilities & needed != needed {
             return Err(DbError::Client(format!("the server ({}) does not speak protocol 4.1", h.version)));
@@ -209,6 +225,38 @@ impl Conn {
         }
     }
 
+    /// A MariaDB server (else Oracle's MySQL): its version says so.
+    fn is_mariadb(&self) -> bool {
+        self.server_version.contains("MariaDB")
+    }
+
+    /// Sends an empty packet with sequence id `seq`, which ends a LOCAL INFILE stream; returns the
+    /// sequence id of the server's answer.
+    fn end_infile(&mut self, seq: u8) -> Result<u8, DbError> {
+        self.link.wbuf.clear();
+        let start = wire::begin_packet(&mut self.link.wbuf);
+        let next = wire::end_packet(&mut self.link.wbuf, start, seq);
+        self.link.send()?;
+        Ok(next)
+    }
+
+    /// Reads the OK or ERR that ends a command, its sequence id `seq`: the affected rows, or the error.
+    fn command_end(&mut self, mut seq: u8) -> Result<u64, DbError> {
+        let p = self.reader.packet(&mut self.link.stream, &mut seq).map_err(|e| self.link.broken(e))?;
+        match p.first() {
+            Some(&wire::OK) => {
+                let (affected, status) = wire::parse_ok(&p).map_err(|e| self.link.broken(e))?;
+                self.status = status;
+                Ok(affected)
+            }
+            Some(&wire::ERR) => {
+                let e = wire::parse_err(&p).map_err(|e| self.link.broken(e))?;
+                Err(self.failed(e))
+            }
+            _ => Err(self.link.broken(wire::invalid("neither OK nor ERR where a command ends"))),
+        }
+    }
+
     /// The server forgets nothing when an execution fails, but types it may not have taken are
     /// sent again with the next one, to be sure.
     #[cold]
@@ -266,6 +314,110 @@ impl Session for Conn {
             Ok(Err(e)) => Err(self.failed(e)),
             Err(e) => Err(self.link.broken(e)),
         }
+    }
+
+    /// Runs one query with COM_QUERY, handing each text row to `row` as it is read.
+    fn each_row(&mut self, sql: &str, row: &mut OnRow<'_>) -> Result<u64, DbError> {
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.link.wbuf);
+        self.link.send()?;
+        match self.reader.text_rows_each(&mut self.link.stream, self.mode, &mut self.status, row) {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => Err(self.failed(e)),
+            Err(e) => Err(self.link.broken(e)),
+        }
+    }
+
+    fn dialect(&self) -> &'static dyn Dialect {
+        &super::DIALECT
+    }
+
+    /// LOAD DATA LOCAL INFILE, '|' between fields and an empty field `\N` (NULL): the server asks for
+    /// the file the statement names, and the rows go in packets of about `INFILE_CHUNK` bytes, then an
+    /// empty packet, after which the server's OK counts the rows loaded. A row of the wrong form or an
+    /// error reading them ends the stream there and is the error (the protocol has no way to abort
+    /// it: the rows sent before stay loaded). A server whose local_infile is off refuses the statement.
+    fn bulk_load(&mut self, table: &str, columns: usize, rows: &mut dyn BufRead) -> Result<u64, DbError> {
+        let sql = format!(
+            "LOAD DATA LOCAL INFILE '{INFILE_STREAM}' INTO TABLE {table} FIELDS TERMINATED BY '|' LINES TERMINATED BY '\\n'"
+        );
+        wire::command(wire::COM_QUERY, sql.as_bytes(), &mut self.link.wbuf);
+        self.link.send()?;
+        let mut seq = 1;
+        let p = self.reader.packet(&mut self.link.stream, &mut seq).map_err(|e| self.link.broken(e))?;
+        match p.first() {
+            Some(&wire::LOCAL_INFILE) => {}
+            Some(&wire::ERR) => {
+                let mut e = wire::parse_err(&p).map_err(|e| self.link.broken(e))?;
+                if INFILE_REFUSED.contains(&e.code.as_str()) {
+                    e.message = format!(
+                        "the server refuses LOAD DATA LOCAL INFILE, the bulk load's path, because its local_infile \
+                         is off (set local_infile=ON): {}",
+                        e.message
+                    );
+                }
+                return Err(self.failed(e));
+            }
+            _ => {
+                return Err(self
+                    .link
+                    .broken(wire::invalid("no LOCAL INFILE request where LOAD DATA LOCAL expects one")))
+            }
+        }
+        let asked = &p[1..];
+        if asked != INFILE_STREAM.as_bytes() {
+            // Nothing is sent for a file the statement did not name.
+            let asked = String::from_utf8_lossy(asked).into_owned();
+            let next = self.end_infile(seq)?;
+            let _ = self.command_end(next);
+            return Err(DbError::Client(format!(
+                "the server asked for the local file {asked:?}, not {INFILE_STREAM:?} that the statement named: \
+                 nothing was sent"
+            )));
+        }
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        self.link.wbuf.clear();
+        let mut start = wire::begin_packet(&mut self.link.wbuf);
+        let failure = loop {
+            line.clear();
+            match rows.read_until(b'\n', &mut line) {
+                Ok(0) => break None,
+                Ok(_) => {}
+                Err(e) => break Some(bulk::read_error(&e, number + 1)),
+            }
+            number += 1;
+            if let Err(e) = bulk::write_row(&line, columns, b"\\N", number, &mut self.link.wbuf) {
+                break Some(e);
+            }
+            if self.link.wbuf.len() - start >= INFILE_CHUNK {
+                seq = wire::end_packet(&mut self.link.wbuf, start, seq);
+                self.link.send()?;
+                self.link.wbuf.clear();
+                start = wire::begin_packet(&mut self.link.wbuf);
+            }
+        };
+        if self.link.wbuf.len() > start + wire::HEADER_LEN {
+            seq = wire::end_packet(&mut self.link.wbuf, start, seq);
+            self.link.send()?;
+        }
+        let next = self.end_infile(seq)?;
+        let loaded = self.command_end(next);
+        match (failure, loaded) {
+            (None, loaded) => loaded,
+            (Some(_), Err(e @ DbError::Closed(_))) => Err(e),
+            (Some(why), _) => Err(DbError::Client(why)),
+        }
+    }
+
+    /// MariaDB's max_statement_time (seconds) or MySQL's max_execution_time (milliseconds, SELECTs
+    /// only), for the session.
+    fn set_statement_timeout(&mut self, seconds: u64) -> Result<(), DbError> {
+        let sql = if self.is_mariadb() {
+            format!("SET SESSION max_statement_time = {seconds}")
+        } else {
+            format!("SET SESSION max_execution_time = {}", seconds.saturating_mul(1000))
+        };
+        self.simple(&sql).map(|_| ())
     }
 
     fn is_closed(&self) -> bool {
@@ -509,6 +661,105 @@ mod tests {
         };
         assert_eq!(error_kind(&e), "mysql_1040");
         assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    /// The server's side of one LOAD DATA LOCAL INFILE asking for `file`: the query's text, then the
+    /// data packets (their sequence ids checked) up to the empty one, whose sequence id it returns.
+    fn local_infile(s: &mut UnixStream, file: &[u8]) -> (String, Vec<Vec<u8>>, u8) {
+        let (_, query) = read_packet(s);
+        assert_eq!(query[0], wire::COM_QUERY);
+        let mut ask = vec![wire::LOCAL_INFILE];
+        ask.extend_from_slice(file);
+        s.write_all(&packet(1, &ask)).unwrap();
+        let mut data = Vec::new();
+        let mut seq = 2;
+        loop {
+            let (got, p) = read_packet(s);
+            assert_eq!(got, seq);
+            seq += 1;
+            if p.is_empty() {
+                return (String::from_utf8(query[1..].to_vec()).unwrap(), data, got);
+            }
+            data.push(p);
+        }
+    }
+
+    #[test]
+    fn a_bulk_load_streams_the_rows_as_the_local_file_asked_for() {
+        use std::io::Cursor;
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![]);
+            let (query, data, last) = local_infile(&mut s, INFILE_STREAM.as_bytes());
+            s.write_all(&packet(last + 1, &ok(5000, 2))).unwrap();
+            // A file the statement did not name: nothing is sent.
+            let (_, refused, last) = local_infile(&mut s, b"/etc/passwd");
+            s.write_all(&packet(last + 1, &ok(0, 2))).unwrap();
+            // A server whose local_infile is off.
+            read_packet(&mut s);
+            let off = "The used command is not allowed with this MariaDB version";
+            s.write_all(&packet(1, &err(1148, "42000", off))).unwrap();
+            // A bad row ends the stream there.
+            let (_, bad, last) = local_infile(&mut s, INFILE_STREAM.as_bytes());
+            s.write_all(&packet(last + 1, &ok(1, 2))).unwrap();
+            (s, query, data, refused, bad)
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        let rows: String = (0..5000).map(|i| format!("{i}||a\\b {i}|\n")).collect();
+        assert_eq!(c.bulk_load("t", 3, &mut Cursor::new(rows.clone().into_bytes())).unwrap(), 5000);
+        let e = c.bulk_load("t", 3, &mut Cursor::new(rows.clone().into_bytes())).unwrap_err();
+        assert_eq!(
+            describe(&e),
+            "the server asked for the local file \"/etc/passwd\", not \"dbsweep-stream\" that the statement named: \
+             nothing was sent"
+        );
+        let e = c.bulk_load("t", 3, &mut Cursor::new(rows.clone().into_bytes())).unwrap_err();
+        assert_eq!(error_kind(&e), "mysql_1148");
+        assert!(describe(&e).contains("because its local_infile is off (set local_infile=ON)"), "{}", describe(&e));
+        let e = c.bulk_load("t", 2, &mut Cursor::new(b"1|x|\n2|\n".to_vec())).unwrap_err();
+        assert_eq!(describe(&e), "row 2 has 1 fields where the table has 2 columns");
+        assert!(!c.is_closed());
+        let (_s, query, data, refused, bad) = fake.join().unwrap();
+        assert_eq!(
+            query,
+            "LOAD DATA LOCAL INFILE 'dbsweep-stream' INTO TABLE t FIELDS TERMINATED BY '|' LINES TERMINATED BY '\\n'"
+        );
+        // Packets of about 64 KiB; an empty field is \N, a backslash doubled, no '|' after the last field.
+        assert!(data.len() > 1 && data.iter().all(|d| d.len() <= INFILE_CHUNK + 100));
+        let want: String = (0..5000).map(|i| format!("{i}|\\N|a\\\\b {i}\n")).collect();
+        assert_eq!(String::from_utf8(data.concat()).unwrap(), want);
+        assert!(refused.is_empty());
+        assert_eq!(bad.concat(), b"1|x\n");
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn the_statement_timeout_is_the_servers_own() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![]);
+            let (_, set) = read_packet(&mut s);
+            s.write_all(&packet(1, &ok(0, 2))).unwrap();
+            let (_, _) = read_packet(&mut s);
+            let stopped = "Query execution was interrupted (max_statement_time exceeded)";
+            s.write_all(&packet(1, &err(1969, "70100", stopped))).unwrap();
+            (s, String::from_utf8(set[1..].to_vec()).unwrap())
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        // The greeting's version says MariaDB.
+        assert!(c.is_mariadb());
+        c.set_statement_timeout(7).unwrap();
+        let e = c.each_row("SELECT SLEEP(10)", &mut |_| {}).unwrap_err();
+        assert_eq!(error_kind(&e), "timeout");
+        assert!(!c.is_closed());
+        let (_s, set) = fake.join().unwrap();
+        assert_eq!(set, "SET SESSION max_statement_time = 7");
+        // Oracle's MySQL names its limit in milliseconds.
+        c.server_version = "8.0.36".into();
+        assert!(!c.is_mariadb());
     }
 
     #[test]

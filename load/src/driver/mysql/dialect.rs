@@ -41,6 +41,19 @@ impl Dialect for MysqlDialect {
     fn index_hint(&self, index: &str) -> String {
         format!("FORCE INDEX({index})")
     }
+
+    fn typed_dates(&self) -> bool {
+        true
+    }
+
+    fn adds_primary_key(&self) -> bool {
+        true
+    }
+
+    /// The index statistics the optimizer reads (InnoDB's persistent ones, MyRocks' own).
+    fn after_load(&self, table: &str) -> Vec<String> {
+        vec![format!("ANALYZE TABLE {table}")]
+    }
 }
 
 #[cfg(test)]
@@ -65,5 +78,7 @@ mod tests {
         assert_eq!(d.index_hint("pi1_pdc"), "FORCE INDEX(pi1_pdc)");
         assert!(d.int_column_rounds_decimals());
         assert_eq!(d.family(), Family::Mysql);
+        assert!(d.typed_dates() && d.adds_primary_key());
+        assert_eq!(d.after_load("lineitem"), ["ANALYZE TABLE lineitem"]);
     }
 }

@@ -8,6 +8,10 @@ pub mod wire;
 pub use conn::Conn;
 pub use dialect::DIALECT;
 
+/// The errors a statement ends with when the session's time limit stops it: MariaDB's
+/// max_statement_time (ER_STATEMENT_TIMEOUT) and MySQL's max_execution_time (ER_QUERY_TIMEOUT).
+pub const TIMEOUT_CODES: &[&str] = &["MYSQL_1969", "MYSQL_3024"];
+
 use super::net::{tcp_connect, Stream};
 use super::{describe, DbError, Dialect, Driver, Endpoint};
 use std::os::unix::net::UnixStream;

@@ -8,7 +8,7 @@
 //! Requests are written into a reused buffer, header first, its length filled in at the end.
 
 use crate::driver::readbuf::ReadBuf;
-use crate::driver::{Param, ParamValue, ServerError};
+use crate::driver::{OnRow, Param, ParamValue, ServerError};
 use std::io::{self, Read};
 use std::ops::Range;
 
@@ -21,6 +21,8 @@ pub const READ_BUFFER: usize = 64 * 1024;
 // Capability flags (the handshake's).
 pub const CLIENT_FOUND_ROWS: u32 = 1 << 1;
 pub const CLIENT_CONNECT_WITH_DB: u32 = 1 << 3;
+/// The client may answer LOAD DATA LOCAL INFILE (the bulk load streams its rows so).
+pub const CLIENT_LOCAL_FILES: u32 = 1 << 7;
 pub const CLIENT_PROTOCOL_41: u32 = 1 << 9;
 pub const CLIENT_TRANSACTIONS: u32 = 1 << 13;
 pub const CLIENT_SECURE_CONNECTION: u32 = 1 << 15;
@@ -52,6 +54,7 @@ pub const ERR: u8 = 0xFF;
 pub const LOCAL_INFILE: u8 = 0xFB;
 
 // Parameter types of COM_STMT_EXECUTE.
+pub const TYPE_NULL: u8 = 0x06;
 pub const TYPE_LONGLONG: u8 = 0x08;
 pub const TYPE_VAR_STRING: u8 = 0xFD;
 
@@ -163,7 +166,7 @@ impl Prepared {
 }
 
 /// Writes COM_STMT_EXECUTE of `stmt` with `params` into `out` (cleared first): ints as
-/// LONGLONG, text as VAR_STRING, no NULLs, no cursor.
+/// LONGLONG, text as VAR_STRING, NULL in the NULL bitmap (typed NULL, no value), no cursor.
 #[inline]
 pub fn execute<'a, P: Param + 'a>(
     stmt: &mut Prepared,
@@ -179,8 +182,9 @@ pub fn execute<'a, P: Param + 'a>(
     let n = stmt.params;
     let mut given = 0;
     if n > 0 {
-        // The NULL bitmap: nothing is NULL.
-        out.resize(out.len() + n.div_ceil(8), 0);
+        // The NULL bitmap, a bit set for each NULL below.
+        let nulls_at = out.len();
+        out.resize(nulls_at + n.div_ceil(8), 0);
         let bound_at = out.len();
         out.push(1);
         // The types come before the values: their room is kept, then filled in one pass.
@@ -200,6 +204,10 @@ pub fn execute<'a, P: Param + 'a>(
                 ParamValue::Text(t) => {
                     put_lenenc_bytes(out, t);
                     TYPE_VAR_STRING
+                }
+                ParamValue::Null => {
+                    out[nulls_at + given / 8] |= 1 << (given % 8);
+                    TYPE_NULL
                 }
             };
             given += 1;
@@ -254,6 +262,7 @@ pub const CLIENT_WANTS: u32 = CLIENT_PROTOCOL_41
     | CLIENT_MULTI_RESULTS
     | CLIENT_PS_MULTI_RESULTS
     | CLIENT_DEPRECATE_EOF
+    | CLIENT_LOCAL_FILES
     // An UPDATE's count is the rows it matched, as in Postgres's command tag, not only those it changed.
     | CLIENT_FOUND_ROWS;
 
@@ -499,16 +508,24 @@ pub fn parse_prepare_ok(p: &[u8]) -> io::Result<(u32, u16, u16)> {
 }
 
 /// A text row of `columns` values, NULL as None.
+#[cfg(test)]
 pub fn parse_text_row(p: &[u8], columns: usize) -> io::Result<Vec<Option<String>>> {
+    let mut values = Vec::with_capacity(columns);
+    text_row_values(p, columns, &mut values)?;
+    Ok(values.into_iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect())
+}
+
+/// A text row's `columns` values, NULL as None, into `out` (cleared first).
+pub fn text_row_values<'p>(p: &'p [u8], columns: usize, out: &mut Vec<Option<&'p [u8]>>) -> io::Result<()> {
     let mut c = Cursor::new(p);
-    let mut row = Vec::with_capacity(columns);
+    out.clear();
     for _ in 0..columns {
-        row.push(match c.lenenc()? {
+        out.push(match c.lenenc()? {
             None => None,
-            Some(n) => Some(String::from_utf8_lossy(c.bytes(n as usize)?).into_owned()),
+            Some(n) => Some(c.bytes(n as usize)?),
         });
     }
-    Ok(row)
+    Ok(())
 }
 
 /// What the server answered to one command.
@@ -723,8 +740,25 @@ impl Reader {
         mode: Mode,
         status: &mut u16,
     ) -> io::Result<Result<Vec<Vec<Option<String>>>, ServerError>> {
-        let mut seq = 1;
         let mut rows = Vec::new();
+        let r = self.text_rows_each(src, mode, status, &mut |r| {
+            rows.push(r.iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect())
+        })?;
+        Ok(r.map(|_| rows))
+    }
+
+    /// Reads the reply to a COM_QUERY, handing each text row's values (NULL as None) to `row`;
+    /// returns how many rows there were, or the server's error. The status is that of the reply's
+    /// last OK or EOF.
+    pub fn text_rows_each<R: Read>(
+        &mut self,
+        src: &mut R,
+        mode: Mode,
+        status: &mut u16,
+        row: &mut OnRow<'_>,
+    ) -> io::Result<Result<u64, ServerError>> {
+        let mut seq = 1;
+        let mut rows = 0u64;
         loop {
             let p = self.packet(src, &mut seq)?;
             let st = match p.first() {
@@ -743,7 +777,12 @@ impl Reader {
                                 break parse_end(&p, mode.deprecate_eof)?
                             }
                             Some(&ERR) => return Ok(Err(parse_err(&p)?)),
-                            _ => rows.push(parse_text_row(&p, columns)?),
+                            _ => {
+                                let mut values = Vec::with_capacity(columns);
+                                text_row_values(&p, columns, &mut values)?;
+                                row(&values);
+                                rows += 1;
+                            }
                         }
                     }
                 }
@@ -963,6 +1002,26 @@ pub(crate) mod tests {
         execute(&mut none, &[] as &[i64], &mut out).unwrap();
         assert_eq!(out, packet(0, &[COM_STMT_EXECUTE, 2, 0, 0, 0, 0, 1, 0, 0, 0]));
         assert!(execute(&mut none, &[1i64], &mut out).is_err());
+    }
+
+    #[test]
+    fn a_null_parameter_is_in_the_bitmap_and_has_no_value() {
+        let mut stmt = Prepared::new(7, 3);
+        let params = [P(ParamValue::Int(5)), P(ParamValue::Null), P(ParamValue::Text(b"x"))];
+        let mut out = Vec::new();
+        execute(&mut stmt, &params, &mut out).unwrap();
+        let mut want = vec![COM_STMT_EXECUTE, 7, 0, 0, 0, 0, 1, 0, 0, 0];
+        // The second parameter's bit, types bound (LONGLONG, NULL, VAR_STRING), then two values.
+        want.extend_from_slice(&[0b010, 1, TYPE_LONGLONG, 0, TYPE_NULL, 0, TYPE_VAR_STRING, 0]);
+        want.extend_from_slice(&5i64.to_le_bytes());
+        want.extend_from_slice(&[1, b'x']);
+        assert_eq!(out, packet(0, &want));
+        // Nine parameters, the ninth NULL: the second byte of the bitmap.
+        let mut nine = Prepared::new(1, 9);
+        let mut ps: Vec<P> = (0..8).map(|i| P(ParamValue::Int(i))).collect();
+        ps.push(P(ParamValue::Null));
+        execute(&mut nine, &ps, &mut out).unwrap();
+        assert_eq!(&out[HEADER_LEN + 10..HEADER_LEN + 12], &[0, 1]);
     }
 
     #[test]

@@ -5,14 +5,14 @@ use super::wire::{self, Reader, Reply};
 use crate::driver::link::Link;
 use crate::driver::lost::{Lost, LOST};
 use crate::driver::net::Stream;
-use crate::driver::{DbError, Outcome, Param, ServerError, Session};
+use crate::driver::{bulk, DbError, Dialect, OnRow, Outcome, Param, Session};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
-use std::io;
+use std::io::BufRead;
 
 pub struct Conn {
     /// The stream, the request being written, and whether the connection is closed or lost.
@@ -137,6 +137,13 @@ impl Conn {
         if let Err(e) = self.reader.reply(&mut self.link.stream, &mut self.reply) {
             return Err(self.link.broken(e));
         }
+        self.replied()
+    }
+
+    /// The outcome of the reply read into `self.reply`: its error (a FATAL one closes the session), or
+    /// its counts.
+    #[inline]
+    fn replied(&mut self) -> Result<Outcome, DbError> {
         if let Some(e) = self.reply.error.take() {
             let fatal = e.fatal;
             let e = DbError::Server(e);
@@ -189,44 +196,85 @@ impl Session for Conn {
 
     /// Runs one query with the simple protocol and returns its rows as text (NULL as None).
     fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, DbError> {
+        let mut rows = Vec::new();
+        self.each_row(sql, &mut |r| {
+            rows.push(r.iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect())
+        })?;
+        Ok(rows)
+    }
+
+    /// Runs one query with the simple protocol, handing each row to `row` as it is read.
+    fn each_row(&mut self, sql: &str, row: &mut OnRow<'_>) -> Result<u64, DbError> {
         self.link.wbuf.clear();
         frontend::query(sql, &mut self.link.wbuf).map_err(DbError::client)?;
         self.link.send()?;
-        let mut rows = Vec::new();
-        let mut error = None;
-        loop {
-            match self.reader.message(&mut self.link.stream).map_err(|e| self.link.broken(e))? {
-                Message::DataRow(body) => {
-                    let mut ranges = body.ranges();
-                    let mut row = Vec::new();
-                    while let Some(r) = ranges.next().map_err(|e| self.link.broken(e))? {
-                        row.push(r.map(|r| String::from_utf8_lossy(&body.buffer()[r]).into_owned()));
-                    }
-                    rows.push(row);
-                }
-                Message::ErrorResponse(body) => {
-                    let e: ServerError = wire::error_from_body(&body).map_err(|e| self.link.broken(e))?;
-                    if e.fatal {
-                        let e = DbError::Server(e);
-                        self.link.close_after(&e);
-                        return Err(e);
-                    }
-                    error.get_or_insert(DbError::Server(e));
-                }
-                Message::ReadyForQuery(body) => {
-                    self.status = body.status();
-                    break;
-                }
-                Message::CopyInResponse(_) => {
-                    return Err(self.link.broken(io::Error::new(io::ErrorKind::InvalidData, "unexpected COPY IN")))
-                }
-                _ => {}
+        self.reply.clear();
+        if let Err(e) = self.reader.rows_each(&mut self.link.stream, &mut self.reply, row) {
+            return Err(self.link.broken(e));
+        }
+        self.replied().map(|o| o.rows)
+    }
+
+    fn dialect(&self) -> &'static dyn Dialect {
+        &super::DIALECT
+    }
+
+    /// COPY table FROM STDIN in the text format, '|' between fields and an empty field NULL: the rows
+    /// go in CopyData messages of about `wire::COPY_CHUNK` bytes, then CopyDone, and the command's tag
+    /// counts them. A row of the wrong form or an error reading them sends CopyFail instead, so the
+    /// server loads none of them, and that error is returned.
+    fn bulk_load(&mut self, table: &str, columns: usize, rows: &mut dyn BufRead) -> Result<u64, DbError> {
+        let sql = format!("COPY {table} FROM STDIN WITH (FORMAT text, DELIMITER '|', NULL '')");
+        self.link.wbuf.clear();
+        frontend::query(&sql, &mut self.link.wbuf).map_err(DbError::client)?;
+        self.link.send()?;
+        self.reply.clear();
+        match self.reader.copy_in(&mut self.link.stream, &mut self.reply) {
+            Ok(true) => {}
+            // Refused (no such table, say): the error, or a reply that loaded nothing.
+            Ok(false) => return self.replied().map(|o| o.affected),
+            Err(e) => return Err(self.link.broken(e)),
+        }
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        wire::begin_copy_data(&mut self.link.wbuf);
+        let failure = loop {
+            line.clear();
+            match rows.read_until(b'\n', &mut line) {
+                Ok(0) => break None,
+                Ok(_) => {}
+                Err(e) => break Some(bulk::read_error(&e, number + 1)),
             }
+            number += 1;
+            if let Err(e) = bulk::write_row(&line, columns, b"", number, &mut self.link.wbuf) {
+                break Some(e);
+            }
+            if self.link.wbuf.len() >= wire::COPY_CHUNK {
+                wire::end_copy_data(&mut self.link.wbuf);
+                self.link.send()?;
+                wire::begin_copy_data(&mut self.link.wbuf);
+            }
+        };
+        if wire::end_copy_data(&mut self.link.wbuf) {
+            self.link.send()?;
         }
-        match error {
-            Some(e) => Err(e),
-            None => Ok(rows),
+        self.link.wbuf.clear();
+        match &failure {
+            None => frontend::copy_done(&mut self.link.wbuf),
+            Some(why) => frontend::copy_fail(why, &mut self.link.wbuf).map_err(DbError::client)?,
         }
+        self.link.send()?;
+        let done = self.finish();
+        match (failure, done) {
+            (None, done) => done.map(|o| o.affected),
+            // The server's answer to CopyFail is an error that repeats the reason: the reason is the error.
+            (Some(_), Err(e @ DbError::Closed(_))) => Err(e),
+            (Some(why), _) => Err(DbError::Client(why)),
+        }
+    }
+
+    fn set_statement_timeout(&mut self, seconds: u64) -> Result<(), DbError> {
+        self.simple(&format!("SET statement_timeout = '{seconds}s'")).map(|_| ())
     }
 
     fn is_closed(&self) -> bool {
@@ -252,8 +300,8 @@ impl Drop for Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::error_kind;
     use crate::driver::pg::wire::tests::{complete, data_row, error, msg, ready};
+    use crate::driver::{describe, error_kind};
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
     use std::thread;
@@ -436,6 +484,91 @@ mod tests {
         drop(fake.join().unwrap());
         assert_eq!(LOST_HERE.count(), 0);
         assert_eq!(LOST_HERE.ended_early(Instant::now()), None);
+    }
+
+    /// The server's side of one COPY FROM STDIN: the Query's text, then (after a CopyInResponse) every
+    /// CopyData's body until CopyDone or CopyFail, whose tag and body it returns too.
+    fn copy_in(s: &mut UnixStream) -> (String, Vec<Vec<u8>>, u8, Vec<u8>) {
+        let (tag, query) = read_msg(s, false);
+        assert_eq!(tag, b'Q');
+        s.write_all(&msg(b'G', &[0, 0, 2, 0, 0, 0, 0])).unwrap();
+        let mut data = Vec::new();
+        loop {
+            match read_msg(s, false) {
+                (b'd', body) => data.push(body),
+                (end, body) => return (String::from_utf8(query).unwrap(), data, end, body),
+            }
+        }
+    }
+
+    #[test]
+    fn a_bulk_load_copies_the_rows_in_chunks() {
+        use std::io::Cursor;
+        let (client, server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            let mut s = serve(server, vec![]);
+            let first = copy_in(&mut s);
+            s.write_all(&[complete("COPY 20000"), ready(b'I')].concat()).unwrap();
+            let second = copy_in(&mut s);
+            let mut failed = error("ERROR", "57014", "COPY from stdin failed: row 2 ...");
+            failed.extend(ready(b'I'));
+            s.write_all(&failed).unwrap();
+            // Refused before any row: no such table.
+            read_msg(&mut s, false);
+            let mut missing = error("ERROR", "42P01", "relation \"nope\" does not exist");
+            missing.extend(ready(b'I'));
+            s.write_all(&missing).unwrap();
+            (s, first, second)
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        let rows: String = (0..20_000).map(|i| format!("{i}|name {i}||\n")).collect();
+        assert_eq!(c.bulk_load("t", 3, &mut Cursor::new(rows.clone().into_bytes())).unwrap(), 20_000);
+        let e = c.bulk_load("t", 3, &mut Cursor::new(b"1|a||\n2|b|\n".to_vec())).unwrap_err();
+        assert_eq!(describe(&e), "row 2 has 2 fields where the table has 3 columns");
+        let e = c.bulk_load("nope", 1, &mut Cursor::new(b"1|\n".to_vec())).unwrap_err();
+        assert_eq!(error_kind(&e), "sqlstate-42P01");
+        assert!(!c.is_closed() && !c.in_transaction());
+        let (_s, (query, data, end, _), (_, second, fail, why)) = fake.join().unwrap();
+        assert_eq!(query, "COPY t FROM STDIN WITH (FORMAT text, DELIMITER '|', NULL '')\0");
+        // Chunks of about 64 KiB, each whole rows, without the last field's '|'.
+        assert!(data.len() > 3 && data.iter().all(|d| d.len() <= wire::COPY_CHUNK + 100 && d.ends_with(b"\n")));
+        let sent: Vec<u8> = data.concat();
+        assert_eq!(sent, rows.replace("||\n", "|\n").into_bytes());
+        assert_eq!(end, b'c');
+        // The bad row's error goes to the server as CopyFail, after the rows before it.
+        assert_eq!(second.concat(), b"1|a|\n");
+        assert_eq!((fail, why), (b'f', b"row 2 has 2 fields where the table has 3 columns\0".to_vec()));
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn rows_are_handed_over_as_they_come_and_a_timeout_is_its_kind() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut select = msg(b'T', &[0, 0]);
+        select.extend(data_row(&[b"1", b"a|b"]));
+        let mut null_row = 2i16.to_be_bytes().to_vec();
+        null_row.extend_from_slice(&(-1i32).to_be_bytes());
+        null_row.extend_from_slice(&0i32.to_be_bytes());
+        select.extend(msg(b'D', &null_row));
+        select.extend(complete("SELECT 2"));
+        select.extend(ready(b'I'));
+        let mut timeout = error("ERROR", "57014", "canceling statement due to statement timeout");
+        timeout.extend(ready(b'I'));
+        let script = vec![(b'Q', answer("SET")), (b'Q', select), (b'Q', timeout)];
+        let fake = thread::spawn(move || serve(server, script));
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        c.set_statement_timeout(5).unwrap();
+        let mut seen = Vec::new();
+        let n = c.each_row("SELECT", &mut |r| seen.push(format!("{r:?}"))).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seen, [format!("{:?}", [Some(&b"1"[..]), Some(b"a|b")]), format!("{:?}", [None, Some(&b""[..])])]);
+        let e = c.each_row("SELECT pg_sleep(10)", &mut |_| {}).unwrap_err();
+        assert_eq!(error_kind(&e), "timeout");
+        assert!(!c.is_closed());
+        drop(fake.join().unwrap());
     }
 
     #[test]

@@ -26,6 +26,20 @@ impl Dialect for PgDialect {
     fn int_column_rounds_decimals(&self) -> bool {
         true
     }
+
+    fn typed_dates(&self) -> bool {
+        true
+    }
+
+    fn adds_primary_key(&self) -> bool {
+        true
+    }
+
+    /// Statistics for the planner, and every row frozen and its page marked all-visible (index-only
+    /// scans then skip the heap, and no later vacuum rewrites the freshly loaded pages).
+    fn after_load(&self, table: &str) -> Vec<String> {
+        vec![format!("VACUUM (FREEZE, ANALYZE) {table}")]
+    }
 }
 
 #[cfg(test)]
@@ -46,5 +60,7 @@ mod tests {
         );
         assert!(d.int_column_rounds_decimals());
         assert_eq!(d.family(), Family::Postgres);
+        assert!(d.typed_dates() && d.adds_primary_key());
+        assert_eq!(d.after_load("lineitem"), ["VACUUM (FREEZE, ANALYZE) lineitem"]);
     }
 }

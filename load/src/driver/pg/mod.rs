@@ -8,6 +8,9 @@ pub mod wire;
 pub use conn::Conn;
 pub use dialect::DIALECT;
 
+/// The SQLSTATE a statement ends with when statement_timeout stops it (query_canceled).
+pub const TIMEOUT_CODES: &[&str] = &["57014"];
+
 use super::net::{tcp_connect, Stream};
 use super::{describe, DbError, Dialect, Driver, Endpoint};
 use std::os::unix::net::UnixStream;

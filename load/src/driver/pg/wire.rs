@@ -16,7 +16,7 @@ use std::io::{self, Read};
 use std::ops::Range;
 
 use crate::driver::readbuf::ReadBuf;
-use crate::driver::{Param, ParamValue, ServerError};
+use crate::driver::{OnRow, Param, ParamValue, ServerError};
 
 /// Tag byte plus the length word.
 pub const HEADER_LEN: usize = 5;
@@ -150,41 +150,133 @@ impl Reader {
     pub fn reply<R: Read>(&mut self, src: &mut R, out: &mut Reply) -> io::Result<()> {
         loop {
             let (tag, total) = self.header(src)?;
+            if self.reply_message(src, tag, total, out)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Consumes one message of a reply (its header read: `tag`, `total` bytes) into `out`; true when
+    /// the reply is over (its ReadyForQuery, or a FATAL error).
+    #[inline]
+    fn reply_message<R: Read>(&mut self, src: &mut R, tag: u8, total: usize, out: &mut Reply) -> io::Result<bool> {
+        match tag {
+            backend::DATA_ROW_TAG => {
+                out.rows += 1;
+                self.skip(src, total)?;
+            }
+            backend::COMMAND_COMPLETE_TAG => {
+                let body = self.take(src, total)?;
+                out.affected = command_rows(&self.inbuf[body]);
+            }
+            backend::READY_FOR_QUERY_TAG => {
+                let body = self.take(src, total)?;
+                out.status = *self.inbuf[body].first().ok_or_else(|| invalid("an empty ReadyForQuery".into()))?;
+                return Ok(true);
+            }
+            backend::ERROR_RESPONSE_TAG => {
+                let body = self.take(src, total)?;
+                let e = parse_error(&self.inbuf[body.start - HEADER_LEN..body.end])?;
+                let fatal = e.fatal;
+                if out.error.is_none() {
+                    out.error = Some(e);
+                }
+                return Ok(fatal);
+            }
+            // Requests the client would have to answer: none of its statements asks for them (a bulk
+            // load's COPY waits for its CopyInResponse with `copy_in`).
+            backend::COPY_IN_RESPONSE_TAG | b'W' | backend::AUTHENTICATION_TAG => {
+                return Err(invalid(format!("unexpected message '{}' from the server", tag as char)));
+            }
+            // BindComplete, ParseComplete, RowDescription, NoData, EmptyQueryResponse,
+            // NoticeResponse, ParameterStatus, NotificationResponse, COPY OUT data, ...
+            _ => self.skip(src, total)?,
+        }
+        Ok(false)
+    }
+}
+
+/// A DataRow's values (the body after the message header), NULL as None, into `out` (cleared first).
+pub fn data_row_values<'b>(body: &'b [u8], out: &mut Vec<Option<&'b [u8]>>) -> io::Result<()> {
+    let short = || invalid("a truncated DataRow".into());
+    out.clear();
+    let count = i16::from_be_bytes(body.get(..2).ok_or_else(short)?.try_into().expect("2 bytes"));
+    let mut at = 2;
+    for _ in 0..count {
+        let len = i32::from_be_bytes(body.get(at..at + 4).ok_or_else(short)?.try_into().expect("4 bytes"));
+        at += 4;
+        if len < 0 {
+            out.push(None);
+        } else {
+            let end = at + len as usize;
+            out.push(Some(body.get(at..end).ok_or_else(short)?));
+            at = end;
+        }
+    }
+    Ok(())
+}
+
+impl Reader {
+    /// Reads the answer to one simple query, up to and including its ReadyForQuery, into `out`
+    /// (which the caller has cleared), handing every row's values to `row` (NULL as None). Returns
+    /// early, without a ReadyForQuery, after a FATAL error.
+    pub fn rows_each<R: Read>(&mut self, src: &mut R, out: &mut Reply, row: &mut OnRow<'_>) -> io::Result<()> {
+        loop {
+            let (tag, total) = self.header(src)?;
             match tag {
                 backend::DATA_ROW_TAG => {
                     out.rows += 1;
-                    self.skip(src, total)?;
-                }
-                backend::COMMAND_COMPLETE_TAG => {
                     let body = self.take(src, total)?;
-                    out.affected = command_rows(&self.inbuf[body]);
+                    let mut values = Vec::new();
+                    data_row_values(&self.inbuf[body], &mut values)?;
+                    row(&values);
                 }
-                backend::READY_FOR_QUERY_TAG => {
-                    let body = self.take(src, total)?;
-                    out.status = *self.inbuf[body].first().ok_or_else(|| invalid("an empty ReadyForQuery".into()))?;
-                    return Ok(());
-                }
-                backend::ERROR_RESPONSE_TAG => {
-                    let body = self.take(src, total)?;
-                    let e = parse_error(&self.inbuf[body.start - HEADER_LEN..body.end])?;
-                    let fatal = e.fatal;
-                    if out.error.is_none() {
-                        out.error = Some(e);
-                    }
-                    if fatal {
+                _ => {
+                    if self.reply_message(src, tag, total, out)? {
                         return Ok(());
                     }
                 }
-                // Requests the client would have to answer: none of its statements asks for them.
-                backend::COPY_IN_RESPONSE_TAG | b'W' | backend::AUTHENTICATION_TAG => {
-                    return Err(invalid(format!("unexpected message '{}' from the server", tag as char)));
+            }
+        }
+    }
+
+    /// Reads the answer to a COPY ... FROM STDIN up to the server's CopyInResponse: true when it came
+    /// (the rows are to be sent), false when the server answered otherwise (an error: the whole
+    /// reply, up to its ReadyForQuery, is then read into `out`, which the caller has cleared).
+    pub fn copy_in<R: Read>(&mut self, src: &mut R, out: &mut Reply) -> io::Result<bool> {
+        loop {
+            let (tag, total) = self.header(src)?;
+            match tag {
+                backend::COPY_IN_RESPONSE_TAG => {
+                    self.skip(src, total)?;
+                    return Ok(true);
                 }
-                // BindComplete, ParseComplete, RowDescription, NoData, EmptyQueryResponse,
-                // NoticeResponse, ParameterStatus, NotificationResponse, COPY OUT data, ...
+                backend::ERROR_RESPONSE_TAG | backend::READY_FOR_QUERY_TAG | backend::COMMAND_COMPLETE_TAG => {
+                    self.reply(src, out)?;
+                    return Ok(false);
+                }
+                // NoticeResponse, ParameterStatus, ...
                 _ => self.skip(src, total)?,
             }
         }
     }
+}
+
+/// CopyData messages are sent once they hold this much.
+pub const COPY_CHUNK: usize = 64 * 1024;
+
+/// Starts a CopyData message in `out` (cleared first); `end_copy_data` fills in its length.
+pub fn begin_copy_data(out: &mut BytesMut) {
+    out.clear();
+    out.put_u8(b'd');
+    out.put_i32(0);
+}
+
+/// Fills in the length of the CopyData message begun in `out`; false when it holds no data.
+pub fn end_copy_data(out: &mut BytesMut) -> bool {
+    let len = out.len() - 1;
+    out[1..HEADER_LEN].copy_from_slice(&(len as i32).to_be_bytes());
+    out.len() > HEADER_LEN
 }
 
 /// Appends the decimal text of `v`.
@@ -207,12 +299,13 @@ pub fn put_int(out: &mut BytesMut, v: i64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Appends a parameter's text form.
+/// Appends a parameter's text form (NULL has none: Bind marks it by its length).
 #[inline]
 pub fn put_param(out: &mut BytesMut, v: ParamValue<'_>) {
     match v {
         ParamValue::Int(i) => put_int(out, i),
         ParamValue::Text(t) => out.extend_from_slice(t),
+        ParamValue::Null => {}
     }
 }
 
@@ -224,9 +317,12 @@ pub fn bind_execute<'a, P: Param + 'a>(
     params: impl IntoIterator<Item = &'a P>,
     out: &mut BytesMut,
 ) -> io::Result<()> {
-    let serialize = |p: &P, buf: &mut BytesMut| {
-        put_param(buf, p.value());
-        Ok(IsNull::No)
+    let serialize = |p: &P, buf: &mut BytesMut| match p.value() {
+        ParamValue::Null => Ok(IsNull::Yes),
+        v => {
+            put_param(buf, v);
+            Ok(IsNull::No)
+        }
     };
     match frontend::bind("", stmt, [], params, serialize, [1], out) {
         Ok(()) => {}
@@ -462,6 +558,16 @@ pub(crate) mod tests {
         want.extend(msg(b'E', &[0, 0, 0, 0, 0]));
         want.extend(msg(b'S', &[]));
         assert_eq!(&out[..], &want[..]);
+    }
+
+    #[test]
+    fn a_null_parameter_is_bound_by_its_length() {
+        use crate::driver::bulk::Field;
+        let mut out = BytesMut::new();
+        bind_execute("s", &[Field(Some(b"7")), Field(None)], &mut out).unwrap();
+        let mut bind = b"\0s\0\0\0\0\x02".to_vec();
+        bind.extend_from_slice(&[0, 0, 0, 1, b'7', 0xFF, 0xFF, 0xFF, 0xFF, 0, 1, 0, 1]);
+        assert_eq!(&out[..msg(b'B', &bind).len()], &msg(b'B', &bind)[..]);
     }
 
     #[test]

@@ -27,6 +27,22 @@ impl Dialect for SqliteDialect {
     fn int_column_rounds_decimals(&self) -> bool {
         false
     }
+
+    /// No DATE type: a DATE column keeps 'YYYY-MM-DD' as text, which compares in date order, and the
+    /// year is read with strftime.
+    fn typed_dates(&self) -> bool {
+        false
+    }
+
+    /// ALTER TABLE cannot add a primary key to an existing table.
+    fn adds_primary_key(&self) -> bool {
+        false
+    }
+
+    /// The statistics (sqlite_stat1) the query planner reads.
+    fn after_load(&self, table: &str) -> Vec<String> {
+        vec![format!("ANALYZE {table}")]
+    }
 }
 
 #[cfg(test)]
@@ -45,5 +61,7 @@ mod tests {
         assert_eq!(d.create_index("k_1", "sbtest1", "k"), "CREATE INDEX k_1 ON sbtest1 (k)");
         assert!(!d.int_column_rounds_decimals());
         assert_eq!(d.family(), Family::Sqlite);
+        assert!(!d.typed_dates() && !d.adds_primary_key());
+        assert_eq!(d.after_load("lineitem"), ["ANALYZE lineitem"]);
     }
 }

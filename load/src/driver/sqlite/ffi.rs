@@ -9,12 +9,13 @@
 use super::busy::BusyState;
 use super::capture::Capture;
 use libloading::Library as Dl;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub const SQLITE_OK: c_int = 0;
 pub const SQLITE_ROW: c_int = 100;
@@ -31,6 +32,8 @@ const PREPARE_PERSISTENT: c_uint = 0x01;
 const TRACE_STMT: c_uint = 0x01;
 const TRACE_PROFILE: c_uint = 0x02;
 const TRACE_ROW: c_uint = 0x04;
+/// The progress handler is called every this many virtual machine instructions of a statement.
+const PROGRESS_EVERY: c_int = 1000;
 
 /// `sqlite3`, opaque.
 #[repr(C)]
@@ -48,6 +51,7 @@ type Destructor = Option<unsafe extern "C" fn(*mut c_void)>;
 type BusyCallback = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 type TraceCallback = unsafe extern "C" fn(c_uint, *mut c_void, *mut c_void, *mut c_void) -> c_int;
 type ExecCallback = unsafe extern "C" fn(*mut c_void, c_int, *mut *mut c_char, *mut *mut c_char) -> c_int;
+type ProgressCallback = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// The functions used, as sqlite3.h declares them.
 struct Fns {
@@ -75,6 +79,7 @@ struct Fns {
     extended_errcode: unsafe extern "C" fn(*mut RawDb) -> c_int,
     exec: unsafe extern "C" fn(*mut RawDb, *const c_char, Option<ExecCallback>, *mut c_void, *mut *mut c_char) -> c_int,
     busy_handler: unsafe extern "C" fn(*mut RawDb, Option<BusyCallback>, *mut c_void) -> c_int,
+    progress_handler: unsafe extern "C" fn(*mut RawDb, c_int, Option<ProgressCallback>, *mut c_void),
     trace_v2: unsafe extern "C" fn(*mut RawDb, c_uint, Option<TraceCallback>, *mut c_void) -> c_int,
     sql: unsafe extern "C" fn(*mut RawStmt) -> *const c_char,
     libversion: unsafe extern "C" fn() -> *const c_char,
@@ -153,6 +158,7 @@ impl Library {
             extended_errcode: sym!("sqlite3_extended_errcode"),
             exec: sym!("sqlite3_exec"),
             busy_handler: sym!("sqlite3_busy_handler"),
+            progress_handler: sym!("sqlite3_progress_handler"),
             trace_v2: sym!("sqlite3_trace_v2"),
             sql: sym!("sqlite3_sql"),
             libversion: sym!("sqlite3_libversion"),
@@ -199,12 +205,45 @@ struct TraceState {
     capture: RefCell<Capture>,
 }
 
+/// A statement time limit: the progress handler's state. SQLite calls the handler only on the thread
+/// using the connection, so plain Cells do.
+#[derive(Debug, Default)]
+pub struct Deadline {
+    /// How long a statement may run; None: for ever.
+    limit: Cell<Option<Duration>>,
+    /// When the statement running now must end: set at the handler's first call during it (a
+    /// thousand instructions in), cleared when it ends.
+    until: Cell<Option<Instant>>,
+}
+
+impl Deadline {
+    /// The handler's answer: whether the statement running must stop now.
+    fn expired(&self) -> bool {
+        let Some(limit) = self.limit.get() else { return false };
+        let now = Instant::now();
+        match self.until.get() {
+            Some(until) => now >= until,
+            None => {
+                self.until.set(Some(now + limit));
+                false
+            }
+        }
+    }
+
+    /// The statement running ended: the next one has its own time.
+    fn statement_done(&self) {
+        self.until.set(None);
+    }
+}
+
 /// One open database connection. Not Sync: one thread uses it at a time.
 pub struct Connection {
     lib: Arc<Library>,
     db: NonNull<RawDb>,
     /// The busy handler's state, owned here (from Box::into_raw) and freed after the close.
     busy: NonNull<BusyState>,
+    /// The progress handler's state (the statement time limit), freed after the close.
+    deadline: NonNull<Deadline>,
     /// The trace's state, when statements are captured; freed after the close (which writes them out).
     trace: Option<NonNull<TraceState>>,
     /// Statements kept prepared for the connection's life, finalized before the close.
@@ -233,8 +272,9 @@ impl Connection {
             return Err(Error { code: rc, message: "out of memory opening the database".into() });
         };
         let busy = NonNull::from(Box::leak(Box::new(busy)));
+        let deadline = NonNull::from(Box::leak(Box::<Deadline>::default()));
         // Built before any check, so an error below closes the handle (and frees `busy`) on drop.
-        let c = Connection { lib: lib.clone(), db, busy, trace: None, kept: Vec::new() };
+        let c = Connection { lib: lib.clone(), db, busy, deadline, trace: None, kept: Vec::new() };
         if rc != SQLITE_OK {
             return Err(c.error());
         }
@@ -261,6 +301,35 @@ impl Connection {
     pub fn busy(&self) -> &BusyState {
         // SAFETY: allocated in open, freed only in drop; SQLite's callback takes only shared references too.
         unsafe { self.busy.as_ref() }
+    }
+
+    fn deadline(&self) -> &Deadline {
+        // SAFETY: allocated in open, freed only in drop; the handler takes only shared references too.
+        unsafe { self.deadline.as_ref() }
+    }
+
+    /// Stops every later statement with SQLITE_INTERRUPT once it has run `limit` (None: no limit),
+    /// through the progress handler (installed only while there is a limit).
+    pub fn set_time_limit(&mut self, limit: Option<Duration>) {
+        self.deadline().limit.set(limit);
+        self.deadline().statement_done();
+        let db = self.db.as_ptr();
+        // SAFETY: an open handle; the handler's argument lives until after the close (Drop).
+        unsafe {
+            match limit {
+                Some(_) => {
+                    (self.lib.f.progress_handler)(db, PROGRESS_EVERY, Some(on_progress), self.deadline.as_ptr().cast())
+                }
+                None => (self.lib.f.progress_handler)(db, 0, None, ptr::null_mut()),
+            }
+        }
+    }
+
+    /// A statement ended (whatever its outcome): counts its lock wait, and starts the next one's time.
+    #[inline]
+    pub fn statement_done(&self) {
+        self.busy().statement_done();
+        self.deadline().statement_done();
     }
 
     /// Counts every statement this connection runs (calls and rows) into `capture`, until it is closed.
@@ -375,6 +444,7 @@ impl Drop for Connection {
             }
             (f.close_v2)(self.db.as_ptr());
             drop(Box::from_raw(self.busy.as_ptr()));
+            drop(Box::from_raw(self.deadline.as_ptr()));
             if let Some(t) = self.trace.take() {
                 // Dropping the capture writes its counts out.
                 drop(Box::from_raw(t.as_ptr()));
@@ -388,8 +458,6 @@ impl Drop for Connection {
 pub enum Bind<'a> {
     Int(i64),
     Text(&'a [u8]),
-    /// No suite binds NULL (Param has no such value); the tests do.
-    #[cfg_attr(not(test), allow(dead_code))]
     Null,
 }
 
@@ -413,10 +481,16 @@ impl Row<'_> {
 
     /// Column `i` as text, None for NULL.
     pub fn text(&self, i: usize) -> Option<String> {
+        self.bytes(i).map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    /// Column `i` as text, None for NULL, borrowed until the statement moves on.
+    pub fn bytes(&self, i: usize) -> Option<&[u8]> {
         let i = c_int::try_from(i).ok()?;
         let s = self.raw.as_ptr();
-        // SAFETY: a statement positioned on a row; the text pointer is read (for its byte count)
-        // before any other call on the statement and copied at once.
+        // SAFETY: a statement positioned on a row; the text pointer is read before its byte count
+        // (as SQLite asks), and stays valid until the next step, reset or finalize, none of which can
+        // happen while `self` is borrowed.
         unsafe {
             if (self.f.column_type)(s, i) == SQLITE_NULL {
                 return None;
@@ -424,9 +498,9 @@ impl Row<'_> {
             let p = (self.f.column_text)(s, i);
             let n = (self.f.column_bytes)(s, i).max(0) as usize;
             if p.is_null() {
-                return Some(String::new());
+                return Some(&[]);
             }
-            Some(String::from_utf8_lossy(std::slice::from_raw_parts(p, n)).into_owned())
+            Some(std::slice::from_raw_parts(p, n))
         }
     }
 
@@ -524,6 +598,14 @@ unsafe extern "C" fn on_busy(state: *mut c_void, count: c_int) -> c_int {
     // the close, and only shared references to it are ever made.
     let state = unsafe { &*(state as *const BusyState) };
     c_int::from(state.wait(count))
+}
+
+/// SQLite's progress handler: a non-zero answer interrupts the statement (SQLITE_INTERRUPT).
+unsafe extern "C" fn on_progress(state: *mut c_void) -> c_int {
+    // SAFETY: `state` is the Deadline this connection was opened with; it is freed only after the
+    // close, and only shared references to it are ever made.
+    let state = unsafe { &*(state as *const Deadline) };
+    c_int::from(state.expired())
 }
 
 /// The statement trace: counts statements started, rows returned, and rows changed.

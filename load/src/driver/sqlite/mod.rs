@@ -11,8 +11,11 @@ mod ffi;
 
 pub use dialect::DIALECT;
 
+/// The result code of a statement the session's time limit interrupted.
+pub const TIMEOUT_CODES: &[&str] = &["SQLITE_INTERRUPT"];
+
 use super::lost::{Lost, LOST};
-use super::{describe, DbError, Dialect, Driver, LockWaits, Outcome, Param, ParamValue, ServerError, Session};
+use super::{describe, DbError, Dialect, Driver, LockWaits, OnRow, Outcome, Param, ParamValue, ServerError, Session};
 use busy::BusyState;
 use capture::Capture;
 use ffi::{Bind, Connection, Library, StmtId};
@@ -121,7 +124,7 @@ impl SqliteDriver {
             s.prewarmed = s.prewarm().map_err(|e| format!("prewarming {db}: {e}"))?;
         }
         // Waits during the setup are not the step's.
-        s.conn.busy().statement_done();
+        s.conn.statement_done();
         Ok(s)
     }
 }
@@ -358,7 +361,7 @@ impl SqliteSession {
     /// Ends a statement: counts a lock wait, and makes its outcome.
     #[inline]
     fn finish(&mut self, r: Result<u64, ffi::Error>, dml: bool) -> Result<Outcome, DbError> {
-        self.conn.busy().statement_done();
+        self.conn.statement_done();
         match r {
             Ok(rows) => Ok(Outcome { rows, affected: if dml { self.conn.changes() } else { 0 } }),
             Err(e) => Err(self.fail(e)),
@@ -386,7 +389,7 @@ impl SqliteSession {
                 Ok((None, tail)) if tail.len() < rest.len() => rest = tail,
                 Ok((None, _)) => break,
                 Err(e) => {
-                    self.conn.busy().statement_done();
+                    self.conn.statement_done();
                     return Err(self.fail(e));
                 }
             }
@@ -459,6 +462,7 @@ impl Session for SqliteSession {
         let binds = params.into_iter().map(|p| match p.value() {
             ParamValue::Int(v) => Bind::Int(v),
             ParamValue::Text(t) => Bind::Text(t),
+            ParamValue::Null => Bind::Null,
         });
         let r = self.conn.kept(id).run(binds, |_| {});
         self.finish(r, dml)
@@ -473,6 +477,26 @@ impl Session for SqliteSession {
         let mut rows = Vec::new();
         self.script(sql, |r| rows.push((0..r.columns()).map(|i| r.text(i)).collect()))?;
         Ok(rows)
+    }
+
+    /// Every statement of `sql` in turn, each row handed to `row` as SQLite steps to it.
+    fn each_row(&mut self, sql: &str, row: &mut OnRow<'_>) -> Result<u64, DbError> {
+        let out = self.script(sql, |r| {
+            let values: Vec<Option<&[u8]>> = (0..r.columns()).map(|i| r.bytes(i)).collect();
+            row(&values);
+        })?;
+        Ok(out.rows)
+    }
+
+    fn dialect(&self) -> &'static dyn Dialect {
+        &DIALECT
+    }
+
+    /// A statement that has run `seconds` is interrupted (SQLITE_INTERRUPT) by the progress handler.
+    fn set_statement_timeout(&mut self, seconds: u64) -> Result<(), DbError> {
+        self.open()?;
+        self.conn.set_time_limit((seconds > 0).then(|| Duration::from_secs(seconds)));
+        Ok(())
     }
 
     fn begin(&mut self) -> Result<(), DbError> {
