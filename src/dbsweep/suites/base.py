@@ -187,7 +187,13 @@ class Suite(ABC):
         own tool."""
         from dbsweep import loadclient
 
+        self.before_run(step)
         return loadclient.run(command, conn, log, on_second, cpus=cpus, on_start=on_start, on_summary=on_summary)
+
+    def before_run(self, step: str) -> None:
+        """What the suite does right before a step's command runs (the analytic queries' cold run drops the OS page
+        cache); nothing by default."""
+        return None
 
     def client(self) -> Client:
         """What runs this suite's commands outside a timed step (the valgrind pass's load and counted runs): the

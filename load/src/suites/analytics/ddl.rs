@@ -102,6 +102,23 @@ pub fn key_statement(d: &dyn Dialect, key: &Key) -> String {
     }
 }
 
+/// The table a `CREATE INDEX name ON table (columns)` statement indexes; None for another statement.
+pub fn created_index(statement: &str) -> Option<String> {
+    let words: Vec<&str> = statement.split_whitespace().collect();
+    match words.as_slice() {
+        [c, i, _, on, table, rest @ ..]
+            if c.eq_ignore_ascii_case("CREATE")
+                && i.eq_ignore_ascii_case("INDEX")
+                && on.eq_ignore_ascii_case("ON")
+                && !rest.is_empty()
+                && rest[0].starts_with('(') =>
+        {
+            Some(table.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Drops `table` where it exists, so that a load starts from nothing.
 pub fn drop_table(table: &str) -> String {
     format!("DROP TABLE IF EXISTS {table}")
@@ -145,9 +162,15 @@ impl LoadPlan {
         let keys_path = files.path("keys.sql");
         let mut keys = Vec::new();
         for (i, s) in statements(&files.read("keys.sql")?).into_iter().enumerate() {
+            // A secondary index is the same statement on every engine here.
+            if let Some(table) = created_index(&s) {
+                keys.push(Planned { table: Some(table), sql: s });
+                continue;
+            }
             let key = added_key(&s).ok_or_else(|| {
                 format!(
-                    "{}: statement {} is not of the form ALTER TABLE t ADD PRIMARY KEY (columns): {s}",
+                    "{}: statement {} is not of the form ALTER TABLE t ADD PRIMARY KEY (columns) or CREATE INDEX i \
+                     ON t (columns): {s}",
                     keys_path.display(),
                     i + 1
                 )
@@ -188,6 +211,13 @@ mod tests {
         assert_eq!(created_table("CREATE INDEX i ON t (a)"), None);
         assert_eq!(created_table("CREATE TABLE t AS SELECT 1"), None);
         assert_eq!(created_table("CREATE TABLE t (a int"), None);
+    }
+
+    #[test]
+    fn a_secondary_index_names_its_table() {
+        assert_eq!(created_index("CREATE INDEX l_ps ON lineitem (l_partkey, l_suppkey)").as_deref(), Some("lineitem"));
+        assert_eq!(created_index("CREATE UNIQUE INDEX u ON t (a)"), None);
+        assert_eq!(created_index("CREATE INDEX i ON t"), None);
     }
 
     #[test]

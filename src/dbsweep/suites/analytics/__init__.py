@@ -15,7 +15,6 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
@@ -28,8 +27,7 @@ from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
 
 if TYPE_CHECKING:
-    from dbsweep.engines.base import Access, Engine
-    from dbsweep.loadclient import StepOutput
+    from dbsweep.engines.base import Engine
 
 LOAD = "load"
 QUERIES = tuple(f"q{n:02d}" for n in range(1, 23))
@@ -175,23 +173,9 @@ class Analytics(Suite):
             return self._load(s.scale)
         return self._query(step, s.scale, s.query_repeats, s.warmup_runs)
 
-    def run(
-        self,
-        step: str,
-        command: Sequence[str],
-        conn: Access,
-        log: Path,
-        on_second: Callable[[dict[str, Any]], None] | None = None,
-        *,
-        cpus: frozenset[int] | None = None,
-        on_start: Callable[[int], None] | None = None,
-        on_summary: Callable[[], None] | None = None,
-    ) -> StepOutput:
-        from dbsweep import loadclient
-
+    def before_run(self, step: str) -> None:
         if step != LOAD and self.settings.cold:
             drop_page_cache()
-        return loadclient.run(command, conn, log, on_second, cpus=cpus, on_start=on_start, on_summary=on_summary)
 
     def expectation(self, step: str) -> Expectation:
         """The load put rows in every table; a query ran every measured run without an error or a timeout. Neither
