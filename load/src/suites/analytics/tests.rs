@@ -72,7 +72,9 @@ fn the_load_plans_follow_the_files() {
     assert_eq!(tpch.schema[0].sql, "DROP TABLE IF EXISTS region");
     assert!(tpch.schema[8].sql.starts_with("CREATE TABLE region ("), "{}", tpch.schema[8].sql);
     assert_eq!(tpch.schema.len(), 16);
-    assert_eq!(tpch.keys.len(), 8);
+    // Eight primary keys, then two secondary indexes.
+    assert_eq!(tpch.keys.len(), 10);
+    assert_eq!(tpch.keys[8].sql, "CREATE INDEX lineitem_part_supp ON lineitem (l_partkey, l_suppkey)");
     assert_eq!(tpch.keys[7].sql, "ALTER TABLE lineitem ADD PRIMARY KEY (l_orderkey, l_linenumber)");
     assert_eq!(tpch.after_load[0].sql, "VACUUM (FREEZE, ANALYZE) region");
     let lite = LoadPlan::new(&Files::new(DataSet::Tpch, &dir), &sqlite::DIALECT).unwrap();
@@ -103,7 +105,7 @@ fn sql_lines_show_what_the_engine_receives() {
     assert_eq!(text, r#"{"kind":"schema","table":"region","sql":"DROP TABLE IF EXISTS region"}"#);
     let all: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
     let kinds = |k: &str| all.iter().filter(|l| l["kind"] == k).count();
-    assert_eq!((kinds("schema"), kinds("keys"), kinds("after_load"), kinds("query")), (16, 8, 8, 22));
+    assert_eq!((kinds("schema"), kinds("keys"), kinds("after_load"), kinds("query")), (16, 10, 8, 22));
     let keys = all.iter().find(|l| l["kind"] == "keys").unwrap();
     assert_eq!(keys["sql"], "CREATE UNIQUE INDEX region_pk ON region (r_regionkey)");
     let q = all.last().unwrap();
@@ -148,10 +150,13 @@ fn user_errors_are_one_sentence() {
         ),
         "{e}"
     );
-    std::fs::write(dir.join("keys.sql"), "CREATE INDEX i ON t (a);").unwrap();
+    std::fs::write(dir.join("keys.sql"), "CREATE UNIQUE INDEX i ON t (a);").unwrap();
     let e = LoadPlan::new(&files, &pg::DIALECT).unwrap_err();
     assert!(
-        e.ends_with("statement 1 is not of the form ALTER TABLE t ADD PRIMARY KEY (columns): CREATE INDEX i ON t (a)"),
+        e.ends_with(
+            "statement 1 is not of the form ALTER TABLE t ADD PRIMARY KEY (columns) or CREATE INDEX i ON t (columns): \
+             CREATE UNIQUE INDEX i ON t (a)"
+        ),
         "{e}"
     );
     std::fs::write(dir.join("keys.sql"), "ALTER TABLE t ADD PRIMARY KEY (a, b);").unwrap();
