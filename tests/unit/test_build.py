@@ -79,6 +79,15 @@ def test_cache_key_covers_what_changes_the_binary(tree: SourceTree) -> None:
     assert cache.entry_name(RECIPE, tree, base, key, 1).startswith(f"postgres-{tree.version}-o2_nofp.copy1-")
 
 
+def test_a_clang_build_carries_debug_information_valgrind_reads() -> None:
+    """clang 14's DWARF 5 stops valgrind 3.19 ("Possibly corrupted debuginfo file"): a clang variant compiles with
+    -gdwarf-4, beside its own flags or the build's default level, and its key says so; gcc's keys do not change."""
+    clang = Variant("c", compiler="clang")
+    assert clang.debug_cflags == ("-gdwarf-4",) and clang.recipe()["debug_cflags"] == ["-gdwarf-4"]
+    assert Variant("g").debug_cflags == () and "debug_cflags" not in Variant("g").recipe()
+    assert Variant("c15", compiler="clang-15", cflags=("-O3",)).debug_cflags == ("-gdwarf-4",)
+
+
 def test_study_variant_tables() -> None:
     v = variants.from_table(
         {"name": "clang_o3", "compiler": "clang", "cflags": "-O3  -g1", "configure": ["--with-icu"], "ldflags": ""}
@@ -91,6 +100,7 @@ def test_study_variant_tables() -> None:
         "configure": ["--with-icu"],
         "configure_vars": {},
         "pgo": False,
+        "debug_cflags": ["-gdwarf-4"],
     }
     lto = variants.from_table({"name": "lto", "cflags": ["-O2", "-flto"], "configure_vars": {"AR": "gcc-ar"}})
     assert lto.configure_vars == (("AR", "gcc-ar"),)
