@@ -75,3 +75,22 @@ def test_a_failed_query_counts_twice_the_worst_time_taken_for_it() -> None:
     # b's second repetition of q01 failed: twice the worst time taken for q01 (2.0 s); q02 ran nowhere.
     assert out["b"] == {1: [2.0, PENALTY * 30], 2: [PENALTY * 2.0, PENALTY * 30]}
     assert out["a"] == {1: [1.0, PENALTY * 30], 2: [1.2, PENALTY * 30]}
+
+
+def test_a_cold_run_drops_the_page_cache_before_each_query_not_the_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dbsweep.suites.analytics as analytics
+
+    knob = tmp_path / "drop_caches"
+    knob.write_text("")
+    monkeypatch.setattr(analytics, "DROP_CACHES", knob)
+    suite(cold=True).before_run(LOAD)
+    assert knob.read_text() == ""
+    suite(cold=True).before_run("q01")
+    assert knob.read_text() == "3\n"
+    knob.write_text("")
+    suite(cold=False).before_run("q01")
+    assert knob.read_text() == ""
+    monkeypatch.setattr(analytics.os, "access", lambda *_: False)
+    assert "cannot write" in dict(suite(cold=True).settings_problems())["suite.cold"]
