@@ -20,6 +20,8 @@ const INFILE_CHUNK: usize = 64 * 1024;
 /// The errors of a server that does not take LOAD DATA LOCAL INFILE: ER_NOT_ALLOWED_COMMAND,
 /// MySQL's ER_CLIENT_LOCAL_FILES_DISABLED, MariaDB's ER_LOAD_INFILE_CAPABILITY_DISABLED.
 const INFILE_REFUSED: [&str; 3] = ["MYSQL_1148", "MYSQL_3948", "MYSQL_4166"];
+/// ER_UNKNOWN_SYSTEM_VARIABLE.
+const UNKNOWN_VARIABLE: &str = "MYSQL_1193";
 
 /// FNV-1a: the statement names are a few bytes, looked up once per query; SipHash's protection
 /// against chosen keys buys nothing here.
@@ -337,6 +339,15 @@ impl Session for Conn {
     /// error reading them ends the stream there and is the error (the protocol has no way to abort
     /// it: the rows sent before stay loaded). A server whose local_infile is off refuses the statement.
     fn bulk_load(&mut self, table: &str, columns: usize, rows: &mut dyn BufRead) -> Result<u64, DbError> {
+        // MyRocks holds a lock per loaded row until the statement commits, at most rocksdb_max_row_locks: a
+        // table of a million rows loaded in one statement fails ("Failed to acquire lock due to
+        // rocksdb_max_row_locks limit"). Committing inside the statement is MyRocks's own bulk path; a server
+        // without MyRocks does not know the variable (1193), and InnoDB needs nothing.
+        match self.simple("SET SESSION rocksdb_commit_in_the_middle = ON") {
+            Ok(_) => {}
+            Err(DbError::Server(e)) if e.code == UNKNOWN_VARIABLE => {}
+            Err(e) => return Err(e),
+        }
         let sql = format!(
             "LOAD DATA LOCAL INFILE '{INFILE_STREAM}' INTO TABLE {table} FIELDS TERMINATED BY '|' LINES TERMINATED BY '\\n'"
         );
