@@ -148,7 +148,10 @@ def _summary(data: ReportData, rows: list[Row], suite: Analytics) -> ExtraTable:
             Value(fmt.DASH if total is None else f"{total:.2f}", sort=total),
             Value(fmt.DASH if g is None else f"{g:.4f}", sort=g),
         ]
-        if t != data.base and geo[t] and geo[data.base]:
+        if failed == len(rows):
+            # Nothing ran: penalties alone make no verdict.
+            line += [Value(fmt.DASH), Value("failed", colour="red")]
+        elif t != data.base and geo[t] and geo[data.base]:
             j = judging.judge(geo[data.base], geo[t], data.study, higher_is_better=False)
             ci = j.ci
             text = _ratio_text(ci.ratio if ci else None, ci.low if ci else None, ci.high if ci else None)
