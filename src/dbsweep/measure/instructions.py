@@ -261,7 +261,12 @@ def valgrind_wrapper(tool: Tool, out_dir: Path, *, threads: bool = False) -> lis
     # --fair-sched: valgrind runs one thread at a time, and by default a thread that wakes from a sleep may wait
     # seconds for a busy one to let go; the load client's timer thread (an embedded engine runs in the client)
     # then ends a 1 s run after 6 s. The count per operation does not change, the runs' lengths do.
-    common = ["valgrind", f"--tool={tool}", "--trace-children=yes", "--fair-sched=yes"]
+    # --vgdb=no: valgrind's gdbserver makes a file per process in /tmp named by the pid alone (user and host read
+    # "???" for a server user without a login environment) and aborts the process when it cannot create it. Such
+    # files outlive a killed valgrind, and a backend that later got a pid of a root-owned one died at its start
+    # ("cannot create shared_mem file ... Permission denied"): its client's connection was reset. Nothing here
+    # attaches a debugger.
+    common = ["valgrind", f"--tool={tool}", "--trace-children=yes", "--fair-sched=yes", "--vgdb=no"]
     if tool == "cachegrind":
         return [*common, "--cache-sim=no", "--branch-sim=no", f"--cachegrind-out-file={out_dir}/cg.%p"]
     split = ["--separate-threads=yes"] if threads else []
