@@ -13,9 +13,11 @@ import ctypes.util
 import logging
 import os
 import pwd
+import resource
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -133,6 +135,28 @@ def terminate(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: f
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     forget(proc)
+
+
+def follow(
+    proc: subprocess.Popen[Any],
+    poll: Callable[[], None],
+    on_exit: Callable[[], None] | None = None,
+    every: float = 0.25,
+) -> resource.struct_rusage:
+    """Calls `poll` every `every` seconds while `proc` runs and once after it exits, then `on_exit`, then reaps it
+    (setting its returncode) and returns its resource usage (`os.wait4`). The exited process is not reaped before
+    `on_exit`: it stays readable for the samplers' last look."""
+    ended = False
+    while not ended:
+        ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        poll()
+        if not ended:
+            time.sleep(every)
+    if on_exit is not None:
+        on_exit()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage
 
 
 def stop_all() -> None:

@@ -123,21 +123,16 @@ def run(
             if on_start is not None:
                 on_start(proc.pid)
             seen, last_t = 0, 0.0
-            ended = False
-            while not ended:
-                # Wait without reaping: the finished process stays readable for the samplers' last look.
-                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+            def poll() -> None:
+                nonlocal seen, last_t
                 new, seen, last_t = _lines(csv, seen, last_t)
                 for line in new:
                     seconds.append(line)
                     if on_second is not None:
                         on_second(line)
-                if not ended:
-                    time.sleep(_POLL_S)
-            if on_summary is not None:
-                on_summary()
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+
+            usage = procs.follow(proc, poll, on_summary, _POLL_S)
         finally:
             procs.terminate(proc)
     wall = time.monotonic() - started

@@ -276,19 +276,14 @@ def run(
             if on_start is not None:
                 on_start(proc.pid)
             offset = 0
-            ended = False
-            while not ended:
-                # Wait without reaping: the finished process stays readable for the samplers' last look.
-                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+            def poll() -> None:
+                nonlocal offset
                 lines, offset = _new_lines(log, offset)
                 for line in lines:
                     live.take(line, time.monotonic() - started, on_second)
-                if not ended:
-                    time.sleep(_POLL_S)
-            if on_summary is not None:
-                on_summary()
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+
+            usage = procs.follow(proc, poll, on_summary, _POLL_S)
         finally:
             procs.terminate(proc)
     wall = time.monotonic() - started
