@@ -701,19 +701,31 @@ mod tests {
         let (client, server) = UnixStream::pair().unwrap();
         let fake = thread::spawn(move || {
             let mut s = serve(server, vec![]);
+            // Each load first asks MyRocks to commit inside the statement: a server with MyRocks takes it, one
+            // without it does not know the variable (1193), and the load goes on either way.
+            let commit_in_the_middle = |s: &mut UnixStream, known: bool| {
+                let (_, set) = read_packet(s);
+                let reply = if known { ok(0, 2) } else { err(1193, "HY000", "Unknown system variable") };
+                s.write_all(&packet(1, &reply)).unwrap();
+                String::from_utf8(set[1..].to_vec()).unwrap()
+            };
+            let set = commit_in_the_middle(&mut s, true);
             let (query, data, last) = local_infile(&mut s, INFILE_STREAM.as_bytes());
             s.write_all(&packet(last + 1, &ok(5000, 2))).unwrap();
             // A file the statement did not name: nothing is sent.
+            commit_in_the_middle(&mut s, false);
             let (_, refused, last) = local_infile(&mut s, b"/etc/passwd");
             s.write_all(&packet(last + 1, &ok(0, 2))).unwrap();
             // A server whose local_infile is off.
+            commit_in_the_middle(&mut s, false);
             read_packet(&mut s);
             let off = "The used command is not allowed with this MariaDB version";
             s.write_all(&packet(1, &err(1148, "42000", off))).unwrap();
             // A bad row ends the stream there.
+            commit_in_the_middle(&mut s, false);
             let (_, bad, last) = local_infile(&mut s, INFILE_STREAM.as_bytes());
             s.write_all(&packet(last + 1, &ok(1, 2))).unwrap();
-            (s, query, data, refused, bad)
+            (s, set, query, data, refused, bad)
         });
         static LOST_HERE: Lost = Lost::new();
         let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
@@ -731,7 +743,8 @@ mod tests {
         let e = c.bulk_load("t", 2, &mut Cursor::new(b"1|x|\n2|\n".to_vec())).unwrap_err();
         assert_eq!(describe(&e), "row 2 has 1 fields where the table has 2 columns");
         assert!(!c.is_closed());
-        let (_s, query, data, refused, bad) = fake.join().unwrap();
+        let (_s, set, query, data, refused, bad) = fake.join().unwrap();
+        assert_eq!(set, "SET SESSION rocksdb_commit_in_the_middle = ON");
         assert_eq!(
             query,
             "LOAD DATA LOCAL INFILE 'dbsweep-stream' INTO TABLE t FIELDS TERMINATED BY '|' LINES TERMINATED BY '\\n'"
