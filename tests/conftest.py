@@ -15,6 +15,7 @@ build cache); no test in `unit/` does. `pytest_collection_modifyitems` below hol
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -506,3 +508,14 @@ def own_configs(tmp: Path, engine: str, shipped: str, **written: str) -> dict[st
     for name, text in written.items():
         (where / f"{name}{suffix}").write_text(text)
     return {"DBSWEEP_CONFIGS": str(tmp / "configs")}
+
+
+def stored_cells(ws: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
+    """Every stored cell of the workspace `ws` in order: (target, step, clients, status, its summary or {})."""
+    db = sqlite3.connect(ws / "results.db")
+    rows = db.execute(
+        "SELECT t.name, c.step, c.clients, c.status, COALESCE(s.summary, '{}') FROM cells c "
+        "JOIN targets t ON t.id = c.target_id LEFT JOIN step_results s ON s.cell_id = c.id ORDER BY c.id"
+    ).fetchall()
+    db.close()
+    return [(t, st, c, status, json.loads(x)) for t, st, c, status, x in rows]

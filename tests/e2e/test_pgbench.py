@@ -11,13 +11,12 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from dbsweep.suites.pgbench import tool
 
-from ..conftest import POSTGRES_UNDER_VALGRIND, dbsweep
+from ..conftest import POSTGRES_UNDER_VALGRIND, dbsweep, stored_cells
 
 pytestmark = pytest.mark.server
 
@@ -66,21 +65,11 @@ def _pgbench() -> Path:
     return found
 
 
-def _cells(tmp: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
-    db = sqlite3.connect(tmp / "ws" / "results.db")
-    rows = db.execute(
-        "SELECT t.name, c.step, c.clients, c.status, COALESCE(s.summary, '{}') FROM cells c "
-        "JOIN targets t ON t.id = c.target_id LEFT JOIN step_results s ON s.cell_id = c.id ORDER BY c.id"
-    ).fetchall()
-    db.close()
-    return [(t, st, c, status, json.loads(s)) for t, st, c, status, s in rows]
-
-
 def test_a_study_of_pgbench_runs_and_reports_each_steps_tps(tmp: Path) -> None:
     pgbench = _pgbench()
     study = _study(tmp, "pgb", "ab")
     dbsweep("run", study, timeout=600)
-    cells = _cells(tmp)
+    cells = stored_cells(tmp / "ws")
     # The load once, two scripts at two clients (a thread each); per target.
     assert len(cells) == 2 * (1 + 2)
     assert all(c[3] == "done" for c in cells), [(c[:4], c[4].get("error")) for c in cells if c[3] != "done"]
@@ -157,7 +146,7 @@ def test_instructions_per_transaction_of_select_only(tmp: Path) -> None:
     study.write_text(study.read_text() + measure)
     run = dbsweep("run", study, timeout=600)
     assert "select-only instructions" in run.stderr, run.stderr
-    assert all(c[3] == "done" for c in _cells(tmp))
+    assert all(c[3] == "done" for c in stored_cells(tmp / "ws"))
     db = sqlite3.connect(tmp / "ws" / "results.db")
     stored = dict(db.execute("SELECT step, data FROM instructions").fetchall())
     db.close()

@@ -22,7 +22,7 @@ import pytest
 
 from dbsweep.engines.registry import engine_named
 
-from ..conftest import dbsweep, start_run, write_dbbench_study
+from ..conftest import dbsweep, start_run, stored_cells, write_dbbench_study
 
 pytestmark = pytest.mark.server
 
@@ -41,21 +41,11 @@ def _study(
     return write_dbbench_study(tmp, config=config, steps=steps, clients=clients, suite=suite)
 
 
-def _cells(tmp: Path) -> list[tuple[str, str, int, str, dict[str, object]]]:
-    db = sqlite3.connect(tmp / "ws" / "results.db")
-    rows = db.execute(
-        "SELECT t.name, c.step, c.clients, c.status, COALESCE(s.summary, '{}') FROM cells c "
-        "JOIN targets t ON t.id = c.target_id LEFT JOIN step_results s ON s.cell_id = c.id ORDER BY c.id"
-    ).fetchall()
-    db.close()
-    return [(t, st, c, status, json.loads(s)) for t, st, c, status, s in rows]
-
-
 def test_lru_against_hyper_clock_runs_and_reports(tmp_path: Path) -> None:
     version = _needs_db_bench()
     study = _study(tmp_path)
     dbsweep("run", study, timeout=900)
-    cells = _cells(tmp_path)
+    cells = stored_cells(tmp_path / "ws")
     # fillseq, revrange and overwritesome once, the four timed steps at 1 and 2 threads; per target.
     assert len(cells) == 2 * (3 + 4 * 2)
     assert all(c[3] == "done" for c in cells), [c[:4] for c in cells if c[3] != "done"]
@@ -161,10 +151,10 @@ def test_a_killed_db_bench_is_a_failed_cell_and_the_run_resumes(tmp_path: Path) 
     finally:
         if proc.poll() is None:
             proc.kill()
-    failed = [(t, st, c, s) for t, st, c, status, s in _cells(tmp_path) if status == "failed"]
+    failed = [(t, st, c, s) for t, st, c, status, s in stored_cells(tmp_path / "ws") if status == "failed"]
     assert failed and failed[0][1] == "readwhilewriting"
     dbsweep("run", study, "--rerun-failed", timeout=900)
-    final = {(t, st, c): status for t, st, c, status, _ in _cells(tmp_path)}
+    final = {(t, st, c): status for t, st, c, status, _ in stored_cells(tmp_path / "ws")}
     assert all(v == "done" for v in final.values()), final
 
 

@@ -17,17 +17,15 @@ import shutil
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from dbsweep.errors import StepError
 from dbsweep.measure.instructions import CountPlan
 from dbsweep.measure.integrity import Expectation, Nonzero
 from dbsweep.suites import limits
 from dbsweep.suites.base import Connections, Duration, Found, PositiveInt, Progress, Suite, SuiteSettings
-
-if TYPE_CHECKING:
-    from dbsweep.engines.base import Engine
 
 LOAD = "load"
 QUERIES = tuple(f"q{n:02d}" for n in range(1, 23))
@@ -115,9 +113,6 @@ class Analytics(Suite):
                 )
             )
         return out
-
-    def engine_problems(self, engine: Engine) -> list[Found]:
-        return []
 
     def cell_steps(self) -> list[str]:
         return [LOAD, *(st for st in self.steps() if st != LOAD)]
@@ -281,6 +276,4 @@ def drop_page_cache() -> None:
     try:
         DROP_CACHES.write_text("3\n")
     except OSError as e:
-        from dbsweep.errors import StepError
-
         raise StepError(f"dropping the page cache for a cold run failed: {e}") from e
