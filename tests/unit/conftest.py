@@ -41,9 +41,10 @@ def _instance_classes(cls: type[Instance] = Instance) -> Iterator[type[Instance]
 @pytest.fixture(autouse=True)
 def _no_engine_installed(system_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     installed.put_in_place(system_root, monkeypatch.setattr)
-    from dbsweep.engines.registry import engines
+    from dbsweep.engines.registry import engine_named, names
 
-    engines()  # every engine's package imported, so every Instance class is known
+    for name in names():
+        engine_named(name)  # every engine's package imported, so every Instance class is known
     for cls in _instance_classes():
         for method in ("init", "start"):
             if method in vars(cls):

@@ -279,5 +279,5 @@ def test_the_import_checks_see_what_they_look_for() -> None:
     top, inside = import_edges("dbsweep.suites.base")
     assert "dbsweep.measure.integrity" in top and "dbsweep.engines.base" not in top | inside  # under TYPE_CHECKING
     assert "dbsweep.loadclient" in inside and "dbsweep.loadclient" not in top  # in a function (and TYPE_CHECKING)
-    assert "dbsweep.engines.mariadb" in import_edges("dbsweep.engines.registry")[1]
+    assert "dbsweep.engines.mariadb.build" in import_edges("dbsweep.engines.mariadb")[1]
     assert "dbsweep.measure.sampler" in import_edges("dbsweep.measure")[0]  # a relative import

@@ -3,6 +3,7 @@ lines that explain a failure, and the unit tests' own guarantee that no engine i
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -15,11 +16,12 @@ from dbsweep.errors import ServerError
 
 
 def test_the_registry() -> None:
-    assert names() == ("postgres", "sqlite", "mariadb", "rocksdb")
+    # Whatever engines there are: each name is its engine's, once, and an unknown name lists them all.
+    assert names()[0] == "postgres" and len(set(names())) == len(names()) >= 4
     for name in names():
         e = engine_named(name)
         assert isinstance(e, Engine) and e.name == name and e is engine_named(name)
-    with pytest.raises(KeyError, match=r"unknown engine 'oracle'; have: postgres, sqlite, mariadb, rocksdb"):
+    with pytest.raises(KeyError, match=re.escape(f"unknown engine 'oracle'; have: {', '.join(names())}")):
         engine_named("oracle")
 
 
