@@ -47,8 +47,8 @@ fn run_step<D: Driver>(driver: &D, command: &Command) -> Result<(), String> {
 fn run_on(target: &Target, command: &Command) -> Result<(), String> {
     match target.engine {
         Engine::Postgres => target.postgres().and_then(|e| run_step(&PgDriver::new(e), command)),
-        Engine::Mariadb => target.mariadb().and_then(|e| run_step(&MysqlDriver::new(e), command)),
-        Engine::Sqlite => target.sqlite().and_then(SqliteDriver::new).and_then(|d| run_step(&d, command)),
+        Engine::Mysql => target.mysql().and_then(|e| run_step(&MysqlDriver::new(e), command)),
+        Engine::Sqlite => target.sqlite.config().and_then(SqliteDriver::new).and_then(|d| run_step(&d, command)),
     }
 }
 

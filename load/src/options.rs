@@ -1,12 +1,9 @@
 //! The command line: `dbsweep-load sysbench STEP`, `dbsweep-load ibench STEP`, `dbsweep-load
 //! analytics load|query|sql`, `dbsweep-load list`.
 
-use crate::driver::sqlite::{self, DEFAULT_BUSY_TIMEOUT_MS};
-use crate::driver::{mysql, pg, Dialect, Endpoint};
+use crate::driver::{mysql, pg, sqlite, Dialect, Endpoint};
 use crate::suites::{analytics, ibench, sysbench};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "dbsweep-load", version, about = "Native load client of dbsweep: one benchmark step, JSON lines out")]
@@ -80,13 +77,16 @@ pub enum Analytics {
     },
 }
 
-/// The engines this client has a driver for.
+/// The engines this client has a driver for. An engine's own options belong to its driver, which
+/// `Target` flattens in (SQLite's); the servers share `Target`'s.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq)]
 pub enum Engine {
     /// A Postgres server (--host, --port, --user, --dbname).
     Postgres,
-    /// A MariaDB server (--host, --port, --user, --dbname), over TCP or its Unix socket.
-    Mariadb,
+    /// A server of the MySQL protocol, MariaDB or Oracle's MySQL (--host, --port, --user, --dbname), over
+    /// TCP or its Unix socket; `mariadb` is another name for it (the server's greeting tells the two apart).
+    #[value(alias = "mariadb")]
+    Mysql,
     /// An SQLite library opened in this process (--library, --database, --pragma, ...).
     Sqlite,
 }
@@ -96,9 +96,14 @@ impl Engine {
     pub fn dialect(self) -> &'static dyn Dialect {
         match self {
             Engine::Postgres => &pg::DIALECT,
-            Engine::Mariadb => &mysql::DIALECT,
+            Engine::Mysql => &mysql::DIALECT,
             Engine::Sqlite => &sqlite::DIALECT,
         }
+    }
+
+    /// The engine's value of --engine (an alias given is named by the engine's own name).
+    pub fn name(self) -> String {
+        self.to_possible_value().map_or_else(|| format!("{self:?}"), |v| v.get_name().to_string())
     }
 }
 
@@ -109,10 +114,10 @@ pub struct Target {
     #[arg(long, value_enum, default_value_t = Engine::Postgres)]
     pub engine: Engine,
     /// Host name or IP address; or the Unix socket: for postgres the directory it is in, for
-    /// mariadb the socket file's absolute path (the port is then unused).
+    /// mysql the socket file's absolute path (the port is then unused).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// TCP port (default 5432 for postgres, 3306 for mariadb).
+    /// TCP port (default 5432 for postgres, 3306 for mysql).
     #[arg(long)]
     pub port: Option<u16>,
     #[arg(long, default_value = "dbsweep")]
@@ -122,101 +127,48 @@ pub struct Target {
     /// Password (read from the environment only).
     #[arg(long = "password-env-unused", env = "DBSWEEP_PASSWORD", hide = true, default_value = "")]
     pub password: String,
-    /// sqlite: the SQLite shared library to open (e.g. the libsqlite3.so of the build to measure).
-    #[arg(long, value_name = "PATH")]
-    pub library: Option<PathBuf>,
-    /// sqlite: the database file (created when missing).
-    #[arg(long, value_name = "PATH")]
-    pub database: Option<PathBuf>,
-    /// sqlite: `PRAGMA NAME=VALUE` on every connection right after it opens, in the order given (repeatable).
-    #[arg(long = "pragma", value_name = "NAME=VALUE")]
-    pub pragmas: Vec<String>,
-    /// sqlite: how long a statement waits for a lock before it fails with SQLITE_BUSY, ms (10000).
-    #[arg(long, value_name = "MS")]
-    pub busy_timeout_ms: Option<u64>,
-    /// sqlite: every connection reads every table and index once when it opens, so its page cache
-    /// starts warm.
-    #[arg(long)]
-    pub prewarm: bool,
+    #[command(flatten)]
+    pub sqlite: sqlite::Options,
 }
 
 /// The servers' usual ports, where --port is not given.
 pub const POSTGRES_PORT: u16 = 5432;
-pub const MARIADB_PORT: u16 = 3306;
+pub const MYSQL_PORT: u16 = 3306;
 
 impl Target {
-    fn endpoint(&self, default_port: u16) -> Endpoint {
-        Endpoint {
+    /// The server's endpoint, or a usage error when an embedded engine's options were given.
+    fn server(&self, default_port: u16) -> Result<Endpoint, String> {
+        self.sqlite.refuse_with(&self.engine.name())?;
+        Ok(Endpoint {
             host: self.host.clone(),
             port: self.port.unwrap_or(default_port),
             user: self.user.clone(),
             dbname: self.dbname.clone(),
             password: self.password.clone(),
-        }
-    }
-
-    /// The options given that only SQLite takes.
-    fn sqlite_options(&self) -> Vec<&'static str> {
-        [
-            ("--library", self.library.is_some()),
-            ("--database", self.database.is_some()),
-            ("--pragma", !self.pragmas.is_empty()),
-            ("--busy-timeout-ms", self.busy_timeout_ms.is_some()),
-            ("--prewarm", self.prewarm),
-        ]
-        .into_iter()
-        .filter_map(|(name, given)| given.then_some(name))
-        .collect()
-    }
-
-    /// A server's endpoint, or a usage error when SQLite's options were given.
-    fn server(&self, engine: &str, default_port: u16) -> Result<Endpoint, String> {
-        let given = self.sqlite_options();
-        if !given.is_empty() {
-            return Err(format!("{} are options of --engine sqlite, not of {engine}", given.join(", ")));
-        }
-        Ok(self.endpoint(default_port))
+        })
     }
 
     /// Postgres's endpoint, or a usage error when SQLite's options were given.
     pub fn postgres(&self) -> Result<Endpoint, String> {
-        self.server("postgres", POSTGRES_PORT)
+        self.server(POSTGRES_PORT)
     }
 
-    /// MariaDB's endpoint, or a usage error when SQLite's options were given or the socket is not
-    /// an absolute path to its file.
-    pub fn mariadb(&self) -> Result<Endpoint, String> {
-        let e = self.server("mariadb", MARIADB_PORT)?;
+    /// The MySQL-protocol server's endpoint (MariaDB or MySQL), or a usage error when SQLite's
+    /// options were given or the socket is not an absolute path to its file.
+    pub fn mysql(&self) -> Result<Endpoint, String> {
+        let e = self.server(MYSQL_PORT)?;
         if e.host.contains('/') && !e.host.starts_with('/') {
             return Err(format!("--host {}: a socket is given by its absolute path", e.host));
         }
         Ok(e)
-    }
-
-    /// How to open the SQLite database, or a usage error in one sentence.
-    pub fn sqlite(&self) -> Result<sqlite::Config, String> {
-        let library = self
-            .library
-            .clone()
-            .ok_or_else(|| "--engine sqlite needs --library PATH, the SQLite shared library to open".to_string())?;
-        let database = self
-            .database
-            .clone()
-            .ok_or_else(|| "--engine sqlite needs --database PATH, the database file".to_string())?;
-        let pragmas = self.pragmas.iter().map(|p| sqlite::parse_pragma(p)).collect::<Result<_, _>>()?;
-        Ok(sqlite::Config {
-            library,
-            database,
-            pragmas,
-            busy_timeout: Duration::from_millis(self.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS)),
-            prewarm: self.prewarm,
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("dbsweep-load").chain(args.iter().copied()))
@@ -279,7 +231,7 @@ mod tests {
             "--prewarm",
         ]);
         assert_eq!(t.engine, Engine::Sqlite);
-        let c = t.sqlite().unwrap();
+        let c = t.sqlite.config().unwrap();
         assert_eq!(c.library, PathBuf::from("/lib/libsqlite3.so"));
         assert_eq!(c.database, PathBuf::from("/tmp/x.db"));
         assert_eq!(
@@ -289,22 +241,24 @@ mod tests {
         assert_eq!((c.busy_timeout, c.prewarm), (Duration::from_secs(10), true));
         assert_eq!(
             target(&["--engine", "sqlite", "--library", "l", "--database", "d", "--busy-timeout-ms", "250"])
-                .sqlite()
+                .sqlite
+                .config()
                 .unwrap()
                 .busy_timeout,
             Duration::from_millis(250)
         );
         // What is missing or wrong is one sentence.
         assert_eq!(
-            target(&["--engine", "sqlite", "--database", "d"]).sqlite().unwrap_err(),
+            target(&["--engine", "sqlite", "--database", "d"]).sqlite.config().unwrap_err(),
             "--engine sqlite needs --library PATH, the SQLite shared library to open"
         );
         assert_eq!(
-            target(&["--engine", "sqlite", "--library", "l"]).sqlite().unwrap_err(),
+            target(&["--engine", "sqlite", "--library", "l"]).sqlite.config().unwrap_err(),
             "--engine sqlite needs --database PATH, the database file"
         );
-        let bad =
-            |p: &str| target(&["--engine", "sqlite", "--library", "l", "--database", "d", "--pragma", p]).sqlite();
+        let bad = |p: &str| {
+            target(&["--engine", "sqlite", "--library", "l", "--database", "d", "--pragma", p]).sqlite.config()
+        };
         assert!(bad("journal_mode").unwrap_err().contains("the form is --pragma NAME=VALUE"));
         assert!(bad("journal mode=wal").unwrap_err().contains("not a pragma's name"));
         assert!(bad("synchronous=").unwrap_err().contains("no value"));
@@ -321,27 +275,50 @@ mod tests {
     }
 
     #[test]
-    fn mariadb_options() {
-        let t = target(&["--engine", "mariadb", "--host", "/tmp/x/mysqld.sock", "--user", "u", "--dbname", "d"]);
-        assert_eq!(t.engine, Engine::Mariadb);
-        let e = t.mariadb().unwrap();
+    fn mysql_options() {
+        let t = target(&["--engine", "mysql", "--host", "/tmp/x/mysqld.sock", "--user", "u", "--dbname", "d"]);
+        assert_eq!(t.engine, Engine::Mysql);
+        let e = t.mysql().unwrap();
         assert_eq!(
             (e.host.as_str(), e.port, e.user.as_str(), e.dbname.as_str()),
             ("/tmp/x/mysqld.sock", 3306, "u", "d")
         );
-        let e = target(&["--engine", "mariadb", "--port", "13306"]).mariadb().unwrap();
+        // mariadb is the same engine: one protocol, and the server's greeting tells MariaDB from MySQL.
+        let t = target(&["--engine", "mariadb", "--port", "13306"]);
+        assert_eq!(t.engine, Engine::Mysql);
+        let e = t.mysql().unwrap();
         assert_eq!((e.host.as_str(), e.port), ("127.0.0.1", 13306));
+        assert_eq!((Engine::Mysql.name(), Engine::Postgres.name()), ("mysql".to_string(), "postgres".to_string()));
         // SQLite's options are refused, as for postgres; a socket is an absolute path.
         assert_eq!(
-            target(&["--engine", "mariadb", "--pragma", "a=b"]).mariadb().unwrap_err(),
-            "--pragma are options of --engine sqlite, not of mariadb"
+            target(&["--engine", "mariadb", "--pragma", "a=b"]).mysql().unwrap_err(),
+            "--pragma are options of --engine sqlite, not of mysql"
         );
         assert_eq!(
-            target(&["--engine", "mariadb", "--host", "x/mysqld.sock"]).mariadb().unwrap_err(),
+            target(&["--engine", "mysql", "--host", "x/mysqld.sock"]).mysql().unwrap_err(),
             "--host x/mysqld.sock: a socket is given by its absolute path"
         );
         assert!(parse(&["ibench", "l.i0", "--engine", "mariadb", "--rows", "5"]).is_ok());
+        assert!(parse(&["ibench", "l.i0", "--engine", "mysql", "--rows", "5"]).is_ok());
         assert!(parse(&["sysbench", "prepare", "--engine", "MariaDB"]).is_err());
+    }
+
+    #[test]
+    fn the_help_shows_sqlites_options_under_their_heading() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let help = cli.find_subcommand_mut("sysbench").unwrap().render_long_help().to_string();
+        let heading = help.find("SQLite (--engine sqlite):").expect(&help);
+        for flag in
+            ["--library <PATH>", "--database <PATH>", "--pragma <NAME=VALUE>", "--busy-timeout-ms <MS>", "--prewarm"]
+        {
+            assert!(help.find(flag).expect(flag) > heading, "{flag} is not under SQLite's heading:\n{help}");
+        }
+        // The servers' options and the step's own come before it, under the general heading.
+        for flag in ["--engine <ENGINE>", "--host <HOST>", "--clients <CLIENTS>"] {
+            assert!(help.find(flag).expect(flag) < heading, "{flag} is under SQLite's heading:\n{help}");
+        }
+        assert!(help.contains("mysql") && help.contains("mariadb"), "{help}");
     }
 
     #[test]
@@ -360,7 +337,7 @@ mod tests {
         else {
             panic!("not analytics load")
         };
-        assert_eq!((target.engine, target.port), (Engine::Mariadb, Some(3307)));
+        assert_eq!((target.engine, target.port), (Engine::Mysql, Some(3307)));
         assert_eq!((opts.data.set, opts.data.scale.as_str()), (analytics::DataSet::Tpch, "0.01"));
         assert_eq!((opts.data.dir, opts.generator), (PathBuf::from("/d"), PathBuf::from("/g/tpcgen-cli")));
         let Command::Analytics { action: Analytics::Query { target, opts } } =

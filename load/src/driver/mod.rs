@@ -1,14 +1,14 @@
 //! The engine behind a small interface: a `Driver` opens `Session`s (one per client thread), and a
 //! `Dialect` holds the SQL that differs between engines. The suites use only these traits, so no
 //! engine's name or catalog appears outside its own module (`pg/` for Postgres, `mysql/` for
-//! MariaDB).
+//! MariaDB and MySQL).
 //!
 //! The traits are used as generics (`D: Driver`, `S: Session`), never as trait objects on the
 //! hot path: every suite is compiled once per engine, and a statement costs what the engine's own
 //! client costs, with no virtual call or boxing per query. Only the `Dialect`, which makes SQL
 //! text before a step starts, is a trait object.
 //!
-//! The engines: Postgres (`pg/`) and MariaDB (`mysql/`), servers spoken to over their wire
+//! The engines: Postgres (`pg/`) and MariaDB or MySQL (`mysql/`), servers spoken to over their wire
 //! protocols (over `net`'s streams, with `link` and `readbuf` for what both do alike), and SQLite (`sqlite/`, an embedded library opened at run time).
 
 pub mod bulk;
@@ -26,7 +26,7 @@ use std::io::{self, BufRead};
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// Host name, IP address, or an absolute path: the directory of Postgres's Unix socket, the
-    /// socket file of MariaDB's.
+    /// socket file of MariaDB's or MySQL's.
     pub host: String,
     pub port: u16,
     pub user: String,

@@ -1,6 +1,7 @@
 //! One blocking connection: handshake and authentication, then commands that each take one write
 //! and (usually) one read.
 
+use super::auth;
 use super::wire::{self, Mode, Prepared, Reader, Reply};
 use crate::driver::link::Link;
 use crate::driver::lost::{Lost, LOST};
@@ -46,6 +47,53 @@ impl Hasher for Fnv {
     #[inline]
     fn finish(&self) -> u64 {
         self.0
+    }
+}
+
+/// The first answer of `plugin` (one of the two spoken here) to the server's 20-byte scramble.
+fn scramble_answer(plugin: &str, password: &str, scramble: &[u8]) -> Vec<u8> {
+    if plugin == wire::CACHING_SHA2_PASSWORD {
+        auth::sha2_scramble(password.as_bytes(), scramble)
+    } else {
+        wire::native_password(password.as_bytes(), scramble)
+    }
+}
+
+/// How far authentication got: what the server's next packet answers, and what a refusal names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum AuthStep {
+    /// The plugin's answer to the scramble was sent.
+    Scramble,
+    /// caching_sha2_password: the server's cache took the scramble; its OK is due.
+    Cached,
+    /// caching_sha2_password, full authentication: the password went in clear over the Unix socket.
+    Cleartext,
+    /// caching_sha2_password, full authentication over TCP: the server's RSA public key was asked for.
+    KeyAsked,
+    /// caching_sha2_password, full authentication over TCP: the password went encrypted with that key.
+    Encrypted,
+}
+
+impl AuthStep {
+    /// What the server was asked to take, for a refusal's sentence.
+    fn describe(self, plugin: &str) -> String {
+        let step = match self {
+            AuthStep::Scramble if plugin == wire::NATIVE_PASSWORD => return plugin.to_string(),
+            AuthStep::Scramble | AuthStep::Cached => "fast authentication with the scramble",
+            AuthStep::Cleartext => "full authentication with the password over the Unix socket",
+            AuthStep::KeyAsked => "full authentication, asking for the server's RSA key",
+            AuthStep::Encrypted => "full authentication with the server's RSA key",
+        };
+        format!("{plugin}, {step}")
+    }
+
+    /// What the server's next AuthMoreData should hold.
+    fn awaits(self) -> &'static str {
+        match self {
+            AuthStep::Scramble => "fast authentication's success (03) or a request for full authentication (04)",
+            AuthStep::KeyAsked => "the server's RSA public key",
+            AuthStep::Cached | AuthStep::Cleartext | AuthStep::Encrypted => "an OK or an ERR",
+        }
     }
 }
 
@@ -118,14 +166,17 @@ impl Conn {
             deprecate_eof: caps & wire::CLIENT_DEPRECATE_EOF != 0,
             cache_metadata: ext_caps & wire::MARIADB_CLIENT_CACHE_METADATA != 0,
         };
-        // Whatever plugin the server prefers, the answer is mysql_native_password's: a server whose
-        // account needs another one asks for it (AuthSwitchRequest), and is told then that it is
-        // not spoken here.
-        let auth = wire::native_password(password.as_bytes(), &h.scramble[..h.scramble.len().min(20)]);
-        wire::handshake_response(caps, ext_caps, user, &auth, dbname, wire::NATIVE_PASSWORD, &mut self.link.wbuf);
+        // The answer is in the plugin the greeting names where it is one spoken here, else in
+        // mysql_native_password: a server whose account needs another plugin asks for it
+        // (AuthSwitchRequest), and is told then whether it is spoken here.
+        let mut plugin =
+            if h.plugin == wire::CACHING_SHA2_PASSWORD { wire::CACHING_SHA2_PASSWORD } else { wire::NATIVE_PASSWORD };
+        let mut scramble = h.scramble[..h.scramble.len().min(20)].to_vec();
+        let auth = scramble_answer(plugin, password, &scramble);
+        wire::handshake_response(caps, ext_caps, user, &auth, dbname, plugin, &mut self.link.wbuf);
         self.link.send()?;
         seq = 2;
-        let mut plugin = wire::NATIVE_PASSWORD.to_string();
+        let mut step = AuthStep::Scramble;
         loop {
             let p = self.reader.packet(&mut self.link.stream, &mut seq).map_err(|e| self.link.broken(e))?;
             match p.first() {
@@ -133,36 +184,105 @@ impl Conn {
                     self.status = wire::parse_ok(&p).map_err(|e| self.link.broken(e))?.1;
                     return Ok(());
                 }
-                Some(&wire::ERR) => return Err(self.server_error(&p)),
+                Some(&wire::ERR) => return Err(self.refused(&p, user, plugin, step)),
                 Some(&wire::EOF) => {
                     // AuthSwitchRequest: the plugin's name, then its data (a new scramble).
                     let mut cur = wire::Cursor::new(&p[1..]);
-                    plugin = String::from_utf8_lossy(cur.nul_str()).into_owned();
-                    if plugin != wire::NATIVE_PASSWORD {
-                        return Err(self.unsupported(&plugin));
-                    }
+                    let name = cur.nul_str();
+                    let spoken = [wire::NATIVE_PASSWORD, wire::CACHING_SHA2_PASSWORD];
+                    let Some(&known) = spoken.iter().find(|p| p.as_bytes() == name) else {
+                        return Err(self.unsupported(&String::from_utf8_lossy(name)));
+                    };
+                    plugin = known;
                     let data = cur.rest();
-                    let scramble = data.strip_suffix(&[0]).unwrap_or(data);
-                    let auth = wire::native_password(password.as_bytes(), &scramble[..scramble.len().min(20)]);
-                    self.link.wbuf.clear();
-                    let start = wire::begin_packet(&mut self.link.wbuf);
-                    self.link.wbuf.extend_from_slice(&auth);
-                    seq = wire::end_packet(&mut self.link.wbuf, start, seq);
-                    self.link.send()?;
+                    let data = data.strip_suffix(&[0]).unwrap_or(data);
+                    scramble = data[..data.len().min(20)].to_vec();
+                    let auth = scramble_answer(plugin, password, &scramble);
+                    seq = self.auth_packet(&auth, seq)?;
+                    step = AuthStep::Scramble;
                 }
-                // More data for a plugin's own exchange (caching_sha2_password, ed25519, ...).
-                _ => return Err(self.unsupported(&plugin)),
+                Some(&wire::AUTH_MORE_DATA) if plugin == wire::CACHING_SHA2_PASSWORD => {
+                    step = match (step, &p[1..]) {
+                        (AuthStep::Scramble, [wire::FAST_AUTH_SUCCESS]) => AuthStep::Cached,
+                        // A Unix socket is a secure transport to the server: the password goes as it is.
+                        (AuthStep::Scramble, [wire::PERFORM_FULL_AUTHENTICATION])
+                            if matches!(self.link.stream, Stream::Unix(..)) =>
+                        {
+                            let clear: Vec<u8> = password.bytes().chain([0]).collect();
+                            seq = self.auth_packet(&clear, seq)?;
+                            AuthStep::Cleartext
+                        }
+                        (AuthStep::Scramble, [wire::PERFORM_FULL_AUTHENTICATION]) => {
+                            seq = self.auth_packet(&[wire::REQUEST_PUBLIC_KEY], seq)?;
+                            AuthStep::KeyAsked
+                        }
+                        (AuthStep::KeyAsked, pem) => {
+                            let cipher =
+                                auth::encrypt_password(pem, password.as_bytes(), &scramble).map_err(|why| {
+                                    self.link.closed = true;
+                                    DbError::Client(format!(
+                                        "the server's RSA public key, for {}'s full authentication, {why}",
+                                        wire::CACHING_SHA2_PASSWORD
+                                    ))
+                                })?;
+                            seq = self.auth_packet(&cipher, seq)?;
+                            AuthStep::Encrypted
+                        }
+                        (_, data) => {
+                            let what = format!(
+                                "{} more data {:02x?} where {} was due",
+                                wire::CACHING_SHA2_PASSWORD,
+                                &data[..data.len().min(8)],
+                                step.awaits()
+                            );
+                            return Err(self.link.broken(wire::invalid(what)));
+                        }
+                    };
+                }
+                Some(&first) => {
+                    let what = format!("a packet headed {first:#04x} during {plugin} authentication");
+                    return Err(self.link.broken(wire::invalid(what)));
+                }
+                None => return Err(self.link.broken(wire::invalid("an empty packet during authentication"))),
             }
         }
+    }
+
+    /// Sends one packet of authentication data, sequence id `seq`; returns the sequence id of the
+    /// server's answer.
+    fn auth_packet(&mut self, data: &[u8], seq: u8) -> Result<u8, DbError> {
+        self.link.wbuf.clear();
+        let start = wire::begin_packet(&mut self.link.wbuf);
+        self.link.wbuf.extend_from_slice(data);
+        let next = wire::end_packet(&mut self.link.wbuf, start, seq);
+        self.link.send()?;
+        Ok(next)
     }
 
     #[cold]
     fn unsupported(&mut self, plugin: &str) -> DbError {
         self.link.closed = true;
         DbError::Client(format!(
-            "the server asks for the authentication plugin {plugin}; this client speaks only {}",
-            wire::NATIVE_PASSWORD
+            "the server asks for the authentication plugin {plugin}; this client speaks only {} and {}",
+            wire::NATIVE_PASSWORD,
+            wire::CACHING_SHA2_PASSWORD
         ))
+    }
+
+    /// The server's refusal during authentication, its message prefixed with what was refused: the
+    /// user, the plugin and the step (an error of the same code, so counted as before).
+    #[cold]
+    fn refused(&mut self, p: &[u8], user: &str, plugin: &str, step: AuthStep) -> DbError {
+        match wire::parse_err(p) {
+            Ok(mut e) => {
+                let server = if self.is_mariadb() { "MariaDB" } else { "MySQL" };
+                e.message = format!("{server} refused user {user} ({}): {}", step.describe(plugin), e.message);
+                let e = DbError::Server(e);
+                self.link.close_after(&e);
+                e
+            }
+            Err(e) => self.link.broken(e),
+        }
     }
 
     /// The error in an ERR packet; one the server closes the connection after closes it.
@@ -227,7 +347,8 @@ impl Conn {
         }
     }
 
-    /// A MariaDB server (else Oracle's MySQL): its version says so.
+    /// A MariaDB server (else Oracle's MySQL or a fork of it): its greeting's version says so. What
+    /// the two do differently is decided by this, never by the --engine value (one for both).
     fn is_mariadb(&self) -> bool {
         self.server_version.contains("MariaDB")
     }
@@ -342,7 +463,9 @@ impl Session for Conn {
         // MyRocks holds a lock per loaded row until the statement commits, at most rocksdb_max_row_locks: a
         // table of a million rows loaded in one statement fails ("Failed to acquire lock due to
         // rocksdb_max_row_locks limit"). Committing inside the statement is MyRocks's own bulk path; a server
-        // without MyRocks does not know the variable (1193), and InnoDB needs nothing.
+        // without MyRocks (Oracle's MySQL, MariaDB without the plugin) does not know the variable (1193), and
+        // InnoDB needs nothing. The server's answer decides, not its version: MyRocks is in MariaDB and in
+        // Percona's MySQL alike.
         match self.simple("SET SESSION rocksdb_commit_in_the_middle = ON") {
             Ok(_) => {}
             Err(DbError::Server(e)) if e.code == UNKNOWN_VARIABLE => {}
@@ -450,19 +573,22 @@ impl Drop for Conn {
 
 #[cfg(test)]
 mod tests {
+    use super::super::auth::tests::test_key;
     use super::super::wire::tests::{
-        binary_row, err, greeting, ok, packet, reply_of, result_set, result_set_with, text_row, MARIADB,
+        binary_row, err, greeting, mysql_greeting, ok, packet, reply_of, result_set, result_set_with, text_row, MARIADB,
     };
     use super::super::wire::{CLIENT_CONNECT_WITH_DB, COM_STMT_EXECUTE, SERVER_STATUS_IN_TRANS};
     use super::*;
     use crate::driver::{describe, error_kind};
+    use rsa::Oaep;
     use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
     use std::os::unix::net::UnixStream;
     use std::thread;
     use std::time::Instant;
 
     /// Reads one client packet: (sequence id, payload).
-    fn read_packet(s: &mut UnixStream) -> (u8, Vec<u8>) {
+    fn read_packet(s: &mut impl Read) -> (u8, Vec<u8>) {
         let mut h = [0u8; 4];
         s.read_exact(&mut h).unwrap();
         let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
@@ -471,19 +597,51 @@ mod tests {
         (h[3], p)
     }
 
-    /// The auth response in a HandshakeResponse41 from this client, and its database.
+    /// The auth response in a HandshakeResponse41 from this client to MariaDB, and its database.
     fn auth_of(response: &[u8]) -> (Vec<u8>, String) {
-        let caps = u32::from_le_bytes(response[..4].try_into().unwrap());
         // The one MariaDB extension asked for: cached metadata.
         assert_eq!(response[28..32], [0x10, 0, 0, 0]);
+        let (auth, db, plugin) = response_of(response);
+        assert_eq!(plugin, wire::NATIVE_PASSWORD);
+        (auth, db)
+    }
+
+    /// The auth response in a HandshakeResponse41 from this client, its database and its plugin.
+    fn response_of(response: &[u8]) -> (Vec<u8>, String, String) {
+        let caps = u32::from_le_bytes(response[..4].try_into().unwrap());
         let mut c = wire::Cursor::new(&response[32..]);
         assert_eq!(c.nul_str(), b"bob");
         let n = c.u8().unwrap() as usize;
         let auth = c.bytes(n).unwrap().to_vec();
         assert!(caps & CLIENT_CONNECT_WITH_DB != 0);
         let db = String::from_utf8(c.nul_str().to_vec()).unwrap();
-        assert_eq!(c.nul_str(), wire::NATIVE_PASSWORD.as_bytes());
-        (auth, db)
+        let plugin = String::from_utf8(c.nul_str().to_vec()).unwrap();
+        (auth, db, plugin)
+    }
+
+    /// A connected pair of TCP sockets on the loopback: (the client's end, the fake server's).
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        (client, listener.accept().unwrap().0)
+    }
+
+    /// The start of Oracle MySQL 9's side of a session: its greeting (caching_sha2_password), then this
+    /// client's answer, checked: the SHA-256 scramble of "secret", in caching_sha2_password.
+    fn mysql_hello(s: &mut (impl Read + Write)) {
+        s.write_all(&packet(0, &mysql_greeting(wire::CACHING_SHA2_PASSWORD))).unwrap();
+        let (seq, response) = read_packet(s);
+        assert_eq!(seq, 1);
+        // A MySQL server gets no MariaDB extension.
+        assert_eq!(response[28..32], [0, 0, 0, 0]);
+        let (auth, db, plugin) = response_of(&response);
+        assert_eq!(auth, auth::sha2_scramble(b"secret", b"abcdefghijklmnopqrst"));
+        assert_eq!((db.as_str(), plugin.as_str()), ("db", wire::CACHING_SHA2_PASSWORD));
+    }
+
+    /// AuthMoreData holding `data`.
+    fn more_data(data: &[u8]) -> Vec<u8> {
+        [&[wire::AUTH_MORE_DATA], data].concat()
     }
 
     /// A fake server: greeting and native authentication, then scripted answers, one per command;
@@ -662,7 +820,12 @@ mod tests {
         let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
             panic!("connected")
         };
-        assert_eq!(describe(&e), "MYSQL_1045: (28000) Access denied for user 'bob'@'localhost' (using password: YES)");
+        assert_eq!(
+            describe(&e),
+            "MYSQL_1045: MariaDB refused user bob (mysql_native_password): (28000) Access denied for user \
+             'bob'@'localhost' (using password: YES)"
+        );
+        assert_eq!(error_kind(&e), "mysql_1045");
         drop(fake.join().unwrap());
         // Refused before the greeting.
         let (client, mut server) = UnixStream::pair().unwrap();
@@ -824,7 +987,222 @@ mod tests {
         };
         assert_eq!(
             describe(&e),
-            "the server asks for the authentication plugin client_ed25519; this client speaks only mysql_native_password"
+            "the server asks for the authentication plugin client_ed25519; this client speaks only \
+             mysql_native_password and caching_sha2_password"
+        );
+        drop(fake.join().unwrap());
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn caching_sha2_password_takes_the_fast_path_when_the_server_has_the_password_cached() {
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::FAST_AUTH_SUCCESS]))).unwrap();
+            server.write_all(&packet(3, &ok(0, 2))).unwrap();
+            // Oracle MySQL's statement timeout: max_execution_time in milliseconds, ER_QUERY_TIMEOUT.
+            let (_, set) = read_packet(&mut server);
+            server.write_all(&packet(1, &ok(0, 2))).unwrap();
+            read_packet(&mut server);
+            let stopped = "Query execution was interrupted, maximum statement execution time exceeded";
+            server.write_all(&packet(1, &err(3024, "HY000", stopped))).unwrap();
+            (server, String::from_utf8(set[1..].to_vec()).unwrap())
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let mut c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert!(!c.is_mariadb());
+        // No MariaDB extension on a MySQL server: column definitions come with every result.
+        assert_eq!(c.mode, Mode { deprecate_eof: true, cache_metadata: false });
+        c.set_statement_timeout(7).unwrap();
+        let e = c.each_row("SELECT SLEEP(10)", &mut |_| {}).unwrap_err();
+        assert_eq!(error_kind(&e), "timeout");
+        assert!(!c.is_closed());
+        let (_s, set) = fake.join().unwrap();
+        assert_eq!(set, "SET SESSION max_execution_time = 7000");
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn caching_sha2_password_full_authentication_over_tcp_encrypts_with_the_servers_rsa_key() {
+        let (client, mut server) = tcp_pair();
+        let fake = thread::spawn(move || {
+            let (key, public) = test_key();
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            // No secure transport: the client asks for the key, and sends the password encrypted with it.
+            assert_eq!(read_packet(&mut server), (3, vec![wire::REQUEST_PUBLIC_KEY]));
+            server.write_all(&packet(4, &more_data(public.as_bytes()))).unwrap();
+            let (seq, cipher) = read_packet(&mut server);
+            assert_eq!((seq, cipher.len()), (5, 128));
+            let plain = key.decrypt(Oaep::new::<sha1::Sha1>(), &cipher).unwrap();
+            // "secret" and a NUL, XOR the scramble "abcdefghijklmnopqrst".
+            let want: Vec<u8> = b"secret\0".iter().zip(b"abcdefg").map(|(p, s)| p ^ s).collect();
+            assert_eq!(plain, want);
+            server.write_all(&packet(6, &ok(0, 2))).unwrap();
+            server
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let c = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert!(!c.is_closed());
+        let s = fake.join().unwrap();
+        drop(c);
+        drop(s);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn caching_sha2_password_full_authentication_over_a_unix_socket_sends_the_password() {
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            // A Unix socket is a secure transport: the password itself, NUL-terminated, no key asked for.
+            assert_eq!(read_packet(&mut server), (3, b"secret\0".to_vec()));
+            server.write_all(&packet(4, &ok(0, 2))).unwrap();
+            server
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert!(!c.is_closed());
+        drop(fake.join().unwrap());
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn the_server_may_switch_to_caching_sha2_password() {
+        // A MySQL 8 server whose default is native password, and an account in caching_sha2_password:
+        // the switch brings a new nonce, which both the scramble and the encrypted password use.
+        let (client, mut server) = tcp_pair();
+        let fake = thread::spawn(move || {
+            let (key, public) = test_key();
+            server.write_all(&packet(0, &mysql_greeting(wire::NATIVE_PASSWORD))).unwrap();
+            let (_, response) = read_packet(&mut server);
+            let (auth, _, plugin) = response_of(&response);
+            assert_eq!(plugin, wire::NATIVE_PASSWORD);
+            assert_eq!(auth, wire::native_password(b"secret", b"abcdefghijklmnopqrst"));
+            let mut switch = vec![wire::EOF];
+            switch.extend_from_slice(b"caching_sha2_password\0");
+            switch.extend_from_slice(b"ABCDEFGHIJKLMNOPQRST\0");
+            server.write_all(&packet(2, &switch)).unwrap();
+            let (seq, auth) = read_packet(&mut server);
+            assert_eq!((seq, auth), (3, auth::sha2_scramble(b"secret", b"ABCDEFGHIJKLMNOPQRST")));
+            server.write_all(&packet(4, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            assert_eq!(read_packet(&mut server), (5, vec![wire::REQUEST_PUBLIC_KEY]));
+            server.write_all(&packet(6, &more_data(public.as_bytes()))).unwrap();
+            let (seq, cipher) = read_packet(&mut server);
+            assert_eq!(seq, 7);
+            let plain = key.decrypt(Oaep::new::<sha1::Sha1>(), &cipher).unwrap();
+            assert_eq!(plain, auth::xor_password(b"secret", b"ABCDEFGHIJKLMNOPQRST"));
+            server.write_all(&packet(8, &ok(0, 2))).unwrap();
+            server
+        });
+        static LOST_HERE: Lost = Lost::new();
+        let c = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE).unwrap();
+        assert!(!c.is_closed());
+        drop(fake.join().unwrap());
+        drop(c);
+        assert_eq!(LOST_HERE.count(), 0);
+    }
+
+    #[test]
+    fn a_refusal_names_the_plugin_and_what_the_server_was_asked() {
+        static LOST_HERE: Lost = Lost::new();
+        let denied = "Access denied for user 'bob'@'localhost' (using password: YES)";
+        // Over TCP, after the encrypted password.
+        let (client, mut server) = tcp_pair();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            read_packet(&mut server);
+            server.write_all(&packet(4, &more_data(test_key().1.as_bytes()))).unwrap();
+            read_packet(&mut server);
+            server.write_all(&packet(6, &err(1045, "28000", denied))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(
+            describe(&e),
+            "MYSQL_1045: MySQL refused user bob (caching_sha2_password, full authentication with the server's RSA \
+             key): (28000) Access denied for user 'bob'@'localhost' (using password: YES)"
+        );
+        assert_eq!(error_kind(&e), "mysql_1045");
+        drop(fake.join().unwrap());
+        // Over a Unix socket, after the password in clear; and right after the scramble.
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            read_packet(&mut server);
+            server.write_all(&packet(4, &err(1045, "28000", denied))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert!(
+            describe(&e).starts_with(
+                "MYSQL_1045: MySQL refused user bob (caching_sha2_password, full authentication with the password \
+                 over the Unix socket): (28000) Access denied"
+            ),
+            "{}",
+            describe(&e)
+        );
+        drop(fake.join().unwrap());
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &err(1045, "28000", denied))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert!(
+            describe(&e).starts_with(
+                "MYSQL_1045: MySQL refused user bob (caching_sha2_password, fast authentication with the scramble):"
+            ),
+            "{}",
+            describe(&e)
+        );
+        drop(fake.join().unwrap());
+        // A key that is no key, and AuthMoreData out of turn, are the client's errors, in one sentence.
+        let (client, mut server) = tcp_pair();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[wire::PERFORM_FULL_AUTHENTICATION]))).unwrap();
+            read_packet(&mut server);
+            server.write_all(&packet(4, &more_data(b""))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert!(
+            describe(&e).starts_with(
+                "the server's RSA public key, for caching_sha2_password's full authentication, is empty (the server \
+                 has no RSA key pair"
+            ),
+            "{}",
+            describe(&e)
+        );
+        drop(fake.join().unwrap());
+        let (client, mut server) = UnixStream::pair().unwrap();
+        let fake = thread::spawn(move || {
+            mysql_hello(&mut server);
+            server.write_all(&packet(2, &more_data(&[9]))).unwrap();
+            server
+        });
+        let Err(e) = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE) else {
+            panic!("connected")
+        };
+        assert_eq!(
+            describe(&e),
+            "caching_sha2_password more data [09] where fast authentication's success (03) or a request for full \
+             authentication (04) was due"
         );
         drop(fake.join().unwrap());
         assert_eq!(LOST_HERE.count(), 0);

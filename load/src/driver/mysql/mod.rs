@@ -1,6 +1,9 @@
-//! MariaDB (and MySQL): a minimal, blocking client of the MySQL client/server protocol (`conn`,
-//! `wire`), one connection per client thread, and MySQL's SQL (`dialect`).
+//! MariaDB and Oracle's MySQL: a minimal, blocking client of the MySQL client/server protocol
+//! (`conn`, `wire`, and `auth` for caching_sha2_password), one connection per client thread, and
+//! MySQL's SQL (`dialect`). One engine for both servers: where they differ (statement timeouts), the
+//! server's greeting says which it is.
 
+mod auth;
 mod conn;
 mod dialect;
 pub mod wire;
@@ -17,7 +20,7 @@ use super::{describe, DbError, Dialect, Driver, Endpoint};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-/// Connects to one MariaDB database: over TCP, or over the server's Unix socket when the host is
+/// Connects to one MariaDB or MySQL database: over TCP, or over the server's Unix socket when the host is
 /// the socket file's absolute path (the port is then unused).
 #[derive(Debug, Clone)]
 pub struct MysqlDriver {

@@ -1,4 +1,5 @@
-//! Framing of the MySQL client/server protocol (as MariaDB speaks it) over any byte stream.
+//! Framing of the MySQL client/server protocol (as MariaDB and Oracle's MySQL speak it) over any byte
+//! stream.
 //!
 //! A packet is a 3-byte little-endian payload length, a sequence id, and the payload; a payload of
 //! 16 MiB - 1 bytes or more goes in several packets, each full one followed by the next. The hot
@@ -58,8 +59,20 @@ pub const TYPE_NULL: u8 = 0x06;
 pub const TYPE_LONGLONG: u8 = 0x08;
 pub const TYPE_VAR_STRING: u8 = 0xFD;
 
-/// The authentication plugin this client speaks.
+/// The authentication plugins this client speaks: MariaDB's (and older MySQL's) default, and Oracle
+/// MySQL's since 8.0 (its only password plugin since 9.0).
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
+pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
+
+// caching_sha2_password's exchange after the scramble: the server's AuthMoreData packet (its first
+// byte), and what it holds or the client asks for.
+pub const AUTH_MORE_DATA: u8 = 0x01;
+/// The client asks for the server's RSA public key.
+pub const REQUEST_PUBLIC_KEY: u8 = 0x02;
+/// The scramble matched the server's cache; an OK follows.
+pub const FAST_AUTH_SUCCESS: u8 = 0x03;
+/// Not in the cache: the server needs the password itself.
+pub const PERFORM_FULL_AUTHENTICATION: u8 = 0x04;
 
 /// Errors after which the server closes the connection: ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED
 /// (KILL), ER_CLIENT_INTERACTION_TIMEOUT (MySQL's wait_timeout notice).
@@ -245,12 +258,10 @@ pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
     if password.is_empty() {
         return Vec::new();
     }
-    let stage1 = sha1_smol::Sha1::from(password).digest().bytes();
-    let stage2 = sha1_smol::Sha1::from(stage1).digest().bytes();
-    let mut h = sha1_smol::Sha1::new();
-    h.update(scramble);
-    h.update(&stage2);
-    let mix = h.digest().bytes();
+    use sha1::{Digest, Sha1};
+    let stage1 = Sha1::digest(password);
+    let stage2 = Sha1::digest(stage1);
+    let mix = Sha1::new().chain_update(scramble).chain_update(stage2).finalize();
     stage1.iter().zip(mix).map(|(a, b)| a ^ b).collect()
 }
 
@@ -449,7 +460,7 @@ pub struct Handshake {
     pub capabilities: u32,
     /// MariaDB's extended capabilities (0 from a MySQL server).
     pub ext_capabilities: u32,
-    /// The 20 bytes mysql_native_password mixes the password with.
+    /// The 20 bytes (the nonce) the password plugins mix the password with.
     pub scramble: Vec<u8>,
     /// The server's default authentication plugin (empty where it names none).
     pub plugin: String,
@@ -1038,19 +1049,35 @@ pub(crate) mod tests {
 
     /// MariaDB 10.11's greeting: version, id 42, scramble "abcdefgh" + "ijklmnopqrst", no CLIENT_MYSQL bit.
     pub fn greeting(plugin: &str) -> Vec<u8> {
+        greeting_of("5.5.5-10.11.6-MariaDB", plugin)
+    }
+
+    /// Oracle MySQL 9.1's greeting: as `greeting`, with the CLIENT_MYSQL bit and no extended capabilities.
+    pub fn mysql_greeting(plugin: &str) -> Vec<u8> {
+        greeting_of("9.1.0", plugin)
+    }
+
+    /// A greeting with this version: a MariaDB server's when it says MariaDB, else Oracle MySQL's.
+    fn greeting_of(version: &str, plugin: &str) -> Vec<u8> {
+        let mariadb = version.contains("MariaDB");
         let mut p = vec![10];
-        p.extend_from_slice(b"5.5.5-10.11.6-MariaDB\0");
+        p.extend_from_slice(version.as_bytes());
+        p.push(0);
         p.extend_from_slice(&42u32.to_le_bytes());
         p.extend_from_slice(b"abcdefgh\0");
-        let caps: u32 =
-            0xF7FE | CLIENT_PLUGIN_AUTH | CLIENT_MULTI_RESULTS | CLIENT_PS_MULTI_RESULTS | CLIENT_DEPRECATE_EOF;
+        let caps: u32 = 0xF7FE
+            | CLIENT_PLUGIN_AUTH
+            | CLIENT_MULTI_RESULTS
+            | CLIENT_PS_MULTI_RESULTS
+            | CLIENT_DEPRECATE_EOF
+            | if mariadb { 0 } else { CLIENT_MYSQL };
         p.extend_from_slice(&(caps as u16).to_le_bytes());
         p.push(45);
         p.extend_from_slice(&2u16.to_le_bytes());
         p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
         p.push(21);
         p.extend_from_slice(&[0; 6]);
-        p.extend_from_slice(&[0x1D, 0, 0, 0]);
+        p.extend_from_slice(&[if mariadb { 0x1D } else { 0 }, 0, 0, 0]);
         p.extend_from_slice(b"ijklmnopqrst\0");
         p.extend_from_slice(plugin.as_bytes());
         p.push(0);
@@ -1070,6 +1097,10 @@ pub(crate) mod tests {
         let mut mysql = greeting("caching_sha2_password");
         mysql[36] |= CLIENT_MYSQL as u8;
         assert_eq!(parse_handshake(&mysql).unwrap().ext_capabilities, 0);
+        let h = parse_handshake(&mysql_greeting(CACHING_SHA2_PASSWORD)).unwrap();
+        assert_eq!((h.version.as_str(), h.ext_capabilities, h.plugin.as_str()), ("9.1.0", 0, CACHING_SHA2_PASSWORD));
+        assert!(h.capabilities & CLIENT_MYSQL != 0);
+        assert_eq!(h.scramble, b"abcdefghijklmnopqrst");
         assert!(parse_handshake(&[9, 0]).is_err());
         assert!(parse_handshake(&greeting(NATIVE_PASSWORD)[..20]).is_err());
     }

@@ -2,14 +2,16 @@
 //! the command line), so one binary compares any two builds (3.34 and later). One connection per
 //! client thread, each with the `--pragma`s applied, its own busy handler (`busy`), and when
 //! `DBSWEEP_SQLITE_STATEMENTS` names a file, a statement trace (`capture`). SQLite's SQL is in
-//! `dialect`.
+//! `dialect`, its command-line options (flattened into the load client's) in `options`.
 
 mod busy;
 mod capture;
 mod dialect;
 mod ffi;
+mod options;
 
 pub use dialect::DIALECT;
+pub use options::Options;
 
 /// The result code of a statement the session's time limit interrupted.
 pub const TIMEOUT_CODES: &[&str] = &["SQLITE_INTERRUPT"];
