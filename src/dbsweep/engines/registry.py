@@ -19,6 +19,7 @@ _OWN = {
     "postgres": "dbsweep.engines.postgres:Postgres",
     "sqlite": "dbsweep.engines.sqlite:Sqlite",
     "mariadb": "dbsweep.engines.mariadb:Mariadb",
+    "mysql": "dbsweep.engines.mysql:Mysql",
     "rocksdb": "dbsweep.engines.rocksdb:Rocksdb",
 }
 

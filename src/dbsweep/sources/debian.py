@@ -52,7 +52,7 @@ from dbsweep.sources.tarball import unpack
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 _ARCHIVES = (
-    ("http://deb.debian.org/debian", ("bullseye", "bookworm", "trixie", "forky")),
+    ("http://deb.debian.org/debian", ("bullseye", "bookworm", "trixie", "forky", "sid")),
     ("http://deb.debian.org/debian-security", ("bullseye-security", "bookworm-security", "trixie-security")),
 )
 _MAX_AGE = 24 * 3600  # seconds before the package lists are refreshed

@@ -96,7 +96,12 @@ def cxx_compiler(compiler: str) -> str:
 
 class MariadbRecipe(Recipe):
     engine: ClassVar[str] = "mariadb"
+    title: ClassVar[str] = "MariaDB"
     artefact: ClassVar[str] = "bin/mariadbd"
+    # What every build gets; another engine of the family (MySQL) gives its own.
+    base_options: ClassVar[tuple[str, ...]] = OPTIONS
+    install_type: ClassVar[type[MariadbInstall]] = MariadbInstall
+    server_type: ClassVar[type[Server]] = Server
     objects_estimate: ClassVar[int] = OBJECTS_ESTIMATE
     object_line: ClassVar[re.Pattern[bytes]] = _OBJECT_LINE
     default_cflags: ClassVar[tuple[str, ...]] = ("-O2",)  # the build type's level, kept when PGO adds flags
@@ -123,7 +128,7 @@ class MariadbRecipe(Recipe):
 
     def options(self, variant: Variant, version: str) -> list[str]:
         extra = [f"-D{_CMAKE_VARS.get(k, k)}={v}" for k, v in variant.configure_vars]
-        return [*OPTIONS, *variant.configure, *extra]
+        return [*self.base_options, *variant.configure, *extra]
 
     def training(self) -> dict[str, Any]:
         return self.workload.describe()
@@ -194,7 +199,7 @@ class MariadbRecipe(Recipe):
             ),
         ]
         return {
-            "server_version": server_version_line(install_dir / "bin" / "mariadbd"),
+            "server_version": server_version_line(install_dir / self.artefact),
             "compiler_version": output([record["compiler"], "--version"]).splitlines()[0].strip(),
             "cmake_cache": {k: cache.get(k, "") for k in keys},
             "cmake": record["cmake"],
@@ -212,7 +217,7 @@ class MariadbRecipe(Recipe):
         )
 
     def install_of(self, bindir: Path, source: str, provenance: dict[str, Any]) -> Install:
-        return MariadbInstall(bindir, provenance["version"], source, provenance)
+        return self.install_type(bindir, provenance["version"], source, provenance)
 
     # ---- PGO
 
@@ -224,8 +229,8 @@ class MariadbRecipe(Recipe):
         t = self.workload
         run.say(f"PGO training run {t.name}")
         run.progress(0.0, f"training ({t.name})")
-        install = MariadbInstall(run.install_dir / "bin", run.tree.version, run.tree.spec)
-        server = Server(install, run.scratch / "train", "pgo-training", "", user=run.user)
+        install = self.install_type(run.install_dir / "bin", run.tree.version, run.tree.spec)
+        server = self.server_type(install, run.scratch / "train", "pgo-training", "", user=run.user)
         logs = run.scratch / "train-logs"
         commands = training_commands(t)
         try:
@@ -256,7 +261,7 @@ class MariadbRecipe(Recipe):
         if names:
             return (
                 f" CMake did not find {', '.join(names)}: install the development packages scripts/setup.sh "
-                "lists for building MariaDB."
+                f"lists for building {self.title}."
             )
         return ""
 

@@ -205,7 +205,9 @@ def _known(name: str, supported: set[str]) -> bool:
     return name in supported or base_name(name) in supported
 
 
-def fit_to_version(diff: ConfigDiff, supported: set[str], version: str, optional: set[str]) -> tuple[str, list[str]]:
+def fit_to_version(
+    diff: ConfigDiff, supported: set[str], version: str, optional: set[str], title: str = "MariaDB"
+) -> tuple[str, list[str]]:
     """The diff's text for a server that knows `supported` options.
 
     A setting the server lacks is an error unless the study lists it as optional or the diff wrote it
@@ -218,7 +220,7 @@ def fit_to_version(diff: ConfigDiff, supported: set[str], version: str, optional
         s = fatal[0]
         more = f" (and {', '.join(x.name for x in fatal[1:])})" if len(fatal) > 1 else ""
         raise DbsweepError(
-            f"config {diff.name} sets {s.name} ({s.origin}){more}, which MariaDB {version} does not have; "
+            f"config {diff.name} sets {s.name} ({s.origin}){more}, which {title} {version} does not have; "
             "list it in the study's optional_settings to apply it only where supported."
         )
     if not missing:
@@ -228,7 +230,7 @@ def fit_to_version(diff: ConfigDiff, supported: set[str], version: str, optional
     for line in diff.text.splitlines():
         m = _LINE.match(_strip_comment(line))
         if m and not _SECTION.match(line) and canonical(m.group(1)).removeprefix(LOOSE) in skipped:
-            out.append(f"# not in MariaDB {version}, skipped: {line}")
+            out.append(f"# not in {title} {version}, skipped: {line}")
         else:
             out.append(line)
     return "\n".join(out) + "\n", skipped
@@ -274,11 +276,11 @@ def int_value(value: str) -> int | None:
     return int(m.group(1)) * (_SUFFIXES[m.group(2).lower()] if m.group(2) else 1)
 
 
-def connection_limit(diff: ConfigDiff) -> tuple[int, str] | None:
+def connection_limit(diff: ConfigDiff, title: str = "MariaDB") -> tuple[int, str] | None:
     """max_connections and where it comes from. Raises DbsweepError for a value it cannot read."""
     s = last_settings(diff.settings).get("max_connections")
     if s is None:
-        return DEFAULT_MAX_CONNECTIONS, "MariaDB's default"
+        return DEFAULT_MAX_CONNECTIONS, f"{title}'s default"
     v = int_value(s.value)
     if v is None:
         raise DbsweepError(f"config {diff.name} sets {s.name} = {s.value!r} ({s.origin}), which is not an integer")
@@ -288,7 +290,9 @@ def connection_limit(diff: ConfigDiff) -> tuple[int, str] | None:
 def storage_bytes(diff: ConfigDiff | None, table_bytes: int) -> int:
     """A data directory at its largest: the system tables, the redo log the config sizes, the tables."""
     redo = DEFAULT_REDO_BYTES
-    setting = last_settings(diff.settings).get("innodb_log_file_size") if diff is not None else None
+    settings = last_settings(diff.settings) if diff is not None else {}
+    # MySQL 8.0.30 and later size the redo log by innodb_redo_log_capacity; MariaDB by innodb_log_file_size.
+    setting = settings.get("innodb_redo_log_capacity") or settings.get("innodb_log_file_size")
     if setting is not None:
         redo = int_value(setting.value) or redo
     return int(EMPTY_DATADIR_BYTES + redo + table_bytes * DISK_PER_TABLE_BYTE)

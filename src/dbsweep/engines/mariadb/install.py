@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
 from dbsweep.engines import base, servers
 from dbsweep.errors import DbsweepError, ServerError
@@ -34,6 +35,10 @@ _HELP_OPTION = re.compile(r"^\s{2}(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", re.MULTILI
 @dataclass(frozen=True)
 class Install(base.Install):
     """A MariaDB installation: its root's programs and plugins, its version, and what produced it."""
+
+    # How messages name the server, and the option file section only this server reads (MySQL has its own).
+    title: ClassVar[str] = "MariaDB"
+    section: ClassVar[str] = "mariadbd"
 
     def __post_init__(self) -> None:
         if not self.short_version:
@@ -85,8 +90,12 @@ def known_settings(install: base.Install) -> set[str]:
     """The names of every option this server binary knows (lower case, `_` for `-`), with MyRocks's when the
     install has the plugin (its options exist only once it is loaded)."""
     plugin_dir = install.plugin_dir if isinstance(install, Install) else install.bindir.parent / "lib" / "plugin"
-    rocksdb = (plugin_dir / ROCKSDB_PLUGIN).is_file()
-    return set(_known_settings(str(install.bin("mariadbd")), str(plugin_dir), rocksdb))
+    return set(known_options(install.bin("mariadbd"), plugin_dir, (plugin_dir / ROCKSDB_PLUGIN).is_file()))
+
+
+def known_options(server: Path, plugin_dir: Path, rocksdb: bool = False) -> frozenset[str]:
+    """What a MySQL-family server binary says it knows, `--verbose --help` (`rocksdb`: with MyRocks loaded)."""
+    return _known_settings(str(server), str(plugin_dir), rocksdb)
 
 
 @cache

@@ -40,10 +40,10 @@ def check(diff: ConfigDiff, install: Install, text: str) -> list[str]:
     if config.uses_rocksdb(text) and not config.loads_rocksdb(text) and install.has_rocksdb:
         cmd.append(f"--plugin-load-add={ROCKSDB_PLUGIN}")
     cmd += ["--verbose", "--help"]
-    version = f"MariaDB {install.short_version}"
+    version = f"{install.title} {install.short_version}"
     with tempfile.TemporaryDirectory(prefix="dbsweep-check-") as scratch:
         cnf = Path(scratch) / "my.cnf"
-        cnf.write_text(f"[mariadbd]\n{text}")
+        cnf.write_text(f"[{install.section}]\n{text}")
         cmd[1] = f"--defaults-file={cnf}"  # the server's rule: the option file comes first
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
@@ -52,7 +52,7 @@ def check(diff: ConfigDiff, install: Install, text: str) -> list[str]:
     out = refusals(diff, r.stderr, version)
     if r.returncode != 0 and not out:
         tail = " ".join(" ".join(r.stderr.strip().splitlines()[-3:]).split())
-        out.append(base.refused_config(diff.name, version, tail or f"mariadbd exited with {r.returncode}"))
+        out.append(base.refused_config(diff.name, version, tail or f"{install.server.name} exited with {r.returncode}"))
     if not out:
         out += memory_problems(diff, help_values(r.stdout), version)
     return out

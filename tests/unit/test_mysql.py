@@ -1,0 +1,109 @@
+"""Oracle's MySQL behind the engine boundary, without running a server: its Debian names and tree versions, the
+CMake recipe's options (MySQL's own, and the boost a version's tree needs), and what an install says of
+itself. What it shares with MariaDB is tested there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbsweep.build.recipe import Phase
+from dbsweep.build.variants import Variant, builtin
+from dbsweep.engines.mariadb.build import OPTIONS as MARIADB_OPTIONS
+from dbsweep.engines.mysql import Install, source
+from dbsweep.engines.mysql.build import OPTIONS, RECIPE
+from dbsweep.engines.registry import engine_named
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import SourceTree, debian
+
+
+def _tree(path: Path, version: str = "9.7.2", name: str = "MYSQL_VERSION") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "CMakeLists.txt").write_text("PROJECT(MySQL)\n")
+    major, minor, patch = version.split(".")
+    (path / name).write_text(
+        f"MYSQL_VERSION_MAJOR={major}\nMYSQL_VERSION_MINOR={minor}\nMYSQL_VERSION_PATCH={patch}\n"
+        'MYSQL_VERSION_EXTRA=\nMYSQL_VERSION_MATURITY="LTS"\n'
+    )
+    return path
+
+
+def test_debian_names_and_versions(tmp_path: Path) -> None:
+    assert source.debian_package("9.7.4") == source.debian_package("9.7.4-2") == "mysql-9.7"
+    assert source.debian_package("8.0.36") == "mysql-8.0" and source.debian_package("5.7.44") == "mysql-5.7"
+    assert source.debian_major("mysql-9.7") == 9 and source.debian_major("mysql-8.4") == 8
+    for other in ("mysql-connector-python", "mysql++", "mysql-defaults", "mysql-workbench"):
+        assert source.debian_major(other) is None, other
+    with pytest.raises(DbsweepError, match="not a MySQL version"):
+        source.debian_package("nine")
+    assert source.tree_version(_tree(tmp_path / "new")) == "9.7.2"
+    # Before 8.0.28 the file was VERSION.
+    assert source.tree_version(_tree(tmp_path / "old", "5.7.44", "VERSION")) == "5.7.44"
+    with pytest.raises(DbsweepError, match="does not look like a MySQL source tree"):
+        source.tree_version(tmp_path / "missing")
+
+
+def test_the_listing_keeps_mysqls_packages_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stanzas = [("mysql-9.7", "9.7.2-4"), ("mysql-9.7", "9.7.4-2"), ("mysql-connector-python", "26.7.0-1")]
+    index = b"".join(f"Package: {p}\nBinary: {p}\nVersion: {v}\n\n".encode() for p, v in stanzas)
+    monkeypatch.setattr(debian, "_index_files", lambda root: [("Sources", "sid")])
+    monkeypatch.setattr(debian, "_index_text", lambda filename: index)
+    found = debian._query(tmp_path, source.NAMING)
+    assert [(s.package, s.upstream_version, s.major, s.suite) for s in found] == [
+        ("mysql-9.7", "9.7.2", 9, "sid"),
+        ("mysql-9.7", "9.7.4", 9, "sid"),
+    ]
+
+
+def _phase(tmp_path: Path, variant: Variant, tree: Path) -> Phase:
+    return Phase(
+        tree=SourceTree("9.7.2", "debian", tree, "9.7.2", "sha256:x"),
+        variant=variant,
+        compiler="gcc",
+        build_dir=tmp_path / "b",
+        prefix=tmp_path / "p",
+        destdir=tmp_path / "d",
+        cflags=variant.cflags,
+        ldflags=variant.ldflags,
+        jobs=2,
+        ccache=False,
+    )
+
+
+def test_the_recipe_has_mysqls_options_not_mariadbs(tmp_path: Path) -> None:
+    cmd = RECIPE.cmake_command(_phase(tmp_path, builtin("def"), _tree(tmp_path / "tree")))
+    assert "-DCMAKE_BUILD_TYPE=RelWithDebInfo" in cmd and "-DCMAKE_CXX_COMPILER=g++" in cmd
+    for option in ("-DWITH_ROUTER=OFF", "-DWITH_MYSQLX=OFF", "-DWITH_UNIT_TESTS=OFF", "-DENABLED_LOCAL_INFILE=ON"):
+        assert option in cmd, option
+    assert set(OPTIONS) <= set(cmd) and not (set(MARIADB_OPTIONS) - set(OPTIONS)) & set(cmd)
+    assert not [a for a in cmd if a.startswith("-DWITH_BOOST")]  # 9.7 carries its boost under extra/
+    o3 = RECIPE.cmake_command(_phase(tmp_path, builtin("o3"), _tree(tmp_path / "tree")))
+    assert "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O3 -g -DNDEBUG" in o3
+    assert RECIPE.artefact == "bin/mysqld" and RECIPE.engine == "mysql"
+
+
+def test_a_mysql_boost_tarball_gives_its_boost(tmp_path: Path) -> None:
+    old = _tree(tmp_path / "old", "8.0.32")
+    (old / "boost" / "boost_1_77_0").mkdir(parents=True)
+    cmd = RECIPE.cmake_command(_phase(tmp_path, builtin("def"), old))
+    assert f"-DWITH_BOOST={old / 'boost'}" in cmd
+
+
+def test_a_mariadb_tree_is_refused(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "m", "10.11.19", "VERSION")
+    (tree / "CMakeLists.txt").write_text("PROJECT(MySQL)\n# This is MariaDB\n")
+    with pytest.raises(DbsweepError, match='is MariaDB\'s source; use engine = "mariadb"'):
+        RECIPE.check_tree(SourceTree("dir:x", "dir", tree, "10.11.19", "x"))
+
+
+def test_an_install_and_the_engine(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mysqld").write_text("")
+    i = Install(tmp_path / "bin", "mysqld  Ver 9.7.2 for Linux on x86_64 (Source distribution)", "9.7.2")
+    assert i.short_version == "9.7.2" and i.server == tmp_path / "bin" / "mysqld" and not i.has_rocksdb
+    assert (i.title, i.section) == ("MySQL", "mysqld")
+    engine = engine_named("mysql")
+    assert engine.title == "MySQL" and engine.system_versions() == []
+    with pytest.raises(DbsweepError, match="there is no prebuilt MySQL here"):
+        engine.system_install("system")
