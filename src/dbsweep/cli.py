@@ -763,10 +763,11 @@ def build_cmd(
         custom = custom_variants(s)
         seen = set()
         for t in s.targets:
-            if source_kind(t.source) == "system" or (t.source, t.variant) in seen:
+            if source_kind(t.source) == "system" or (t.source, t.variant, t.compiler) in seen:
                 continue
-            seen.add((t.source, t.variant))
-            jobs.append((s.engine, t.source, variant_mod.resolve(t.variant, custom), f"{t.source}/{t.variant}"))
+            seen.add((t.source, t.variant, t.compiler))
+            v = variant_mod.resolve_for(t.variant, t.compiler, custom)
+            jobs.append((s.engine, t.source, v, f"{t.source}/{v.name}"))
     else:
         if what not in names():
             raise DbsweepError(f"unknown engine {what!r}; have: {', '.join(names())} (or give a study file alone)")

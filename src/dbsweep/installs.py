@@ -60,7 +60,7 @@ def uncountable(study: Study, cpu_flags: Collection[str]) -> dict[str, str]:
         if source_kind(t.source) in (None, "system"):
             continue
         try:
-            variant = variants.resolve(t.variant, custom)
+            variant = variants.resolve_for(t.variant, t.compiler, custom)
         except DbsweepError:
             continue  # load_study reports it
         flag = instructions.unrunnable_flags(" ".join(variant.cflags), cpu_flags)
@@ -110,7 +110,7 @@ def get_install(study: Study, target: Target, progress: Progress) -> Install:
     """The install a target runs on, building it first when it is not in the build cache."""
     if source_kind(target.source) == "system":
         return engine_named(study.engine).system_install(target.source)
-    variant = variants.resolve(target.variant, custom_variants(study))
+    variant = variants.resolve_for(target.variant, target.compiler, custom_variants(study))
     b = build_from_source(
         study.engine, target.source, variant, study.workspace_dir, progress, target.label, target.build_copy
     )

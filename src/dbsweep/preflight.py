@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbsweep import configdiff, configs, installs, machine, paths, placement, plan, unsafe
-from dbsweep.build import cache
+from dbsweep.build import cache, compiler
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
@@ -218,7 +218,7 @@ class _Look:
                 k.install = self._system(i, t.source)
             else:
                 try:
-                    k.variant = recipes.resolve(t.variant, custom)
+                    k.variant = recipes.resolve_for(t.variant, t.compiler, custom)
                 except DbsweepError:
                     continue  # load_study reported it
                 k.install = self._built(i, t.source, kind, k.variant, t.build_copy)
@@ -266,14 +266,9 @@ class _Look:
 
     def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant, copy: int = 0) -> Install | None:
         """The cached build's install, or None (noting the build as needed)."""
-        if shutil.which(variant.compiler) is None:
-            self.problems.append(
-                (
-                    f"targets[{i}].variant",
-                    f"variant {variant.name!r} compiles with {variant.compiler}, which is not installed; "
-                    "install it or choose a variant that uses an installed compiler",
-                )
-            )
+        why = compiler.missing(variant.compiler)
+        if why is not None:
+            self.problems.append((f"targets[{i}].variant", f"variant {variant.name!r}: {why}"))
         problem, tree = self._source(spec, kind)
         if problem is not None:
             self.problems.append((f"targets[{i}].source", problem))

@@ -48,7 +48,12 @@ def record(
         "load_client": load_client,
         "host": host,
         "engine": engine,
-        "target": {"name": target.label, "source": target.source, "variant": target.variant},
+        "target": {
+            "name": target.label,
+            "source": target.source,
+            "variant": target.variant,
+            **({"compiler": target.compiler} if target.compiler else {}),
+        },
         "config": config,
         "suite": study.suite.model_dump(),
         "server_user": server_user,

@@ -41,6 +41,8 @@ def target_spec(study: Study, target: Target) -> dict[str, Any]:
     return {
         "source": target.source,
         "variant": target.variant,
+        # Only when set: the targets of studies without the compiler axis keep the identity they had.
+        **({"compiler": target.compiler} if target.compiler else {}),
         "config": target.config,
         "config_sha256": configs.load(study.engine, target.config).sha256,
         "optional_settings": sorted(study.optional_settings),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -52,6 +53,8 @@ class Target(_Strict):
     name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
     source: str = "system"
     variant: str = "def"
+    # Another compiler for the variant's flags (the compiler axis): "gcc-12", "clang-16"; None: the variant's own.
+    compiler: CompilerName | None = None
     config: str
     # 0: the build every target of this source and variant shares; N > 0: a separate Nth build of the same source
     # and variant, from a copy of the tree of its own (an A-A pair of builds; `dbsweep calibrate` makes one).
@@ -59,7 +62,8 @@ class Target(_Strict):
 
     @property
     def label(self) -> str:
-        return self.name or f"{self.source}/{self.variant}/{self.config}"
+        variant = f"{self.variant}+{self.compiler}" if self.compiler else self.variant
+        return self.name or f"{self.source}/{variant}/{self.config}"
 
     @property
     def slug(self) -> str:
@@ -71,7 +75,7 @@ class VariantSpec(_Strict):
     """A build recipe defined in the study, next to the built-in ones."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$", max_length=40)]
-    compiler: Literal["gcc", "clang"] = "gcc"
+    compiler: CompilerName = "gcc"
     cflags: str = ""
     ldflags: str = ""
     configure: list[str] = []
@@ -94,6 +98,19 @@ def _registered_engine(value: Any) -> Any:
 
 
 EngineName = Annotated[str, BeforeValidator(_registered_engine)]
+
+
+def _compiler(value: str) -> str:
+    if not recipes.COMPILER_RE.match(value):
+        raise PydanticCustomError(
+            "compiler_error",
+            "{value} is not a compiler: use 'gcc' or 'clang', or one of their versions ('gcc-12', 'clang-16')",
+            {"value": repr(value)},
+        )
+    return value
+
+
+CompilerName = Annotated[str, AfterValidator(_compiler)]
 
 
 @functools.cache
@@ -259,7 +276,7 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
     return model
 
 
-SERIES_AXES = ("source", "variant", "config", "build_copy")
+SERIES_AXES = ("source", "variant", "compiler", "config", "build_copy")
 
 
 def _series_problems(study: Study) -> list[tuple[str, str]]:
@@ -375,6 +392,18 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
                     "for other variants",
                 )
             )
+        if kind == "system" and t.compiler:
+            problems.append(
+                (f"targets[{i}].compiler", f"source {t.source!r} is prebuilt; a compiler applies to builds from source")
+            )
+        elif t.compiler and t.variant in variants:
+            custom = {v.name: v for v in study.variants}
+            spec = custom.get(t.variant)
+            pgo = spec.pgo if spec is not None else recipes.builtin(t.variant).pgo
+            if pgo and not t.compiler.startswith("gcc"):
+                problems.append(
+                    (f"targets[{i}].compiler", f"variant {t.variant!r} is profile-guided, supported with gcc only")
+                )
         if kind == "system" and t.build_copy:
             problems.append(
                 (

@@ -264,3 +264,33 @@ def test_only_what_a_benchmark_runs_is_built_and_installed(tree: SourceTree, tmp
     assert [a[a.index("-C") + 1] for a in installs[len(dirs) :]] == [f"contrib/{m}" for m in CONTRIB]
     python = Phase(tree, Variant("py", configure=("--with-python",)), "gcc", tmp_path, tmp_path, None, (), (), 2, False)
     assert [s.argv[-1] for s in RECIPE.compile(python)][-1] == "src/pl/plpython"
+
+
+def test_a_target_may_build_its_variant_with_another_compiler(tree: SourceTree) -> None:
+    """The compiler axis: a variant's flags under another compiler, its own name and key; clang with PGO refused."""
+    o3 = variants.builtin("o3")
+    v = variants.resolve_for("o3", "gcc-11")
+    assert (v.name, v.compiler, v.cflags) == ("o3+gcc-11", "gcc-11", o3.cflags)
+    assert variants.resolve_for("o3", None) is o3 and variants.with_compiler(o3, "gcc") is o3
+    assert variants.resolve_for("o3", "clang-16").debug_cflags == ("-gdwarf-4",)
+    gcc11 = Compiler("gcc-11", "gcc-11 (Debian 11.3.0-12) 11.3.0", None)
+    gcc12 = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+    assert cache.cache_key(RECIPE, tree, v, gcc11) != cache.cache_key(RECIPE, tree, o3, gcc12)
+    with pytest.raises(DbsweepError, match="profile-guided, which is supported with gcc only"):
+        variants.resolve_for("pgo", "clang-19")
+    with pytest.raises(DbsweepError, match="'icc' is not a compiler"):
+        variants.with_compiler(o3, "icc")
+
+
+def test_a_missing_compiler_is_named_with_the_line_that_installs_it() -> None:
+    from dbsweep.build import compiler
+
+    assert compiler.install_line("gcc-11") == "apt-get install gcc-11 g++-11"
+    assert compiler.install_line("gcc") == "apt-get install gcc g++"
+    assert compiler.install_line("clang-16") == "apt-get install clang-16 lld-16 llvm-16"
+    assert compiler.missing("gcc") is None
+    assert compiler.missing("gcc-99") == (
+        "the compiler gcc-99 is not installed; install it with `apt-get install gcc-99 g++-99`"
+    )
+    with pytest.raises(DbsweepError, match=r"variant 'o3\+gcc-99': the compiler gcc-99 is not installed"):
+        compiler_for(variants.resolve_for("o3", "gcc-99"))

@@ -645,3 +645,20 @@ def test_counts_only_is_estimated_without_the_cells_and_the_builds_it_cannot_cou
         assert "instruction counts only); largest data directory" in preflight.describe(only)
         passes[name] = full.parts["instructions"]
     assert passes["avx512"] == pytest.approx(passes["avx2"] / 2)  # one target's pass, not two
+
+
+def test_a_compiler_that_is_not_installed_is_named_with_its_package(tmp: Path) -> None:
+    path = tmp / "c.toml"
+    path.write_text(
+        f'name = "c"\nengine = "postgres"\nbase = "gcc"\nworkspace = "{tmp / "ws"}"\n'
+        '[suite]\nsteps = ["point-query"]\n'
+        '[[targets]]\nname = "gcc"\nsource = "15.18"\nvariant = "o3"\nconfig = "cx10a_c2r24"\n'
+        '[[targets]]\nname = "old"\nsource = "15.18"\nvariant = "o3"\ncompiler = "gcc-7"\nconfig = "cx10a_c2r24"\n'
+    )
+    study = load_study(path)
+    assert [t.label for t in study.targets] == ["gcc", "old"]
+    result = preflight.check(study)
+    assert any(
+        "variant 'o3+gcc-7': the compiler gcc-7 is not installed; install it with `apt-get install gcc-7 g++-7`" in m
+        for m in _at(result.problems, study, "targets[1].variant")
+    ), result.problems

@@ -104,7 +104,7 @@ BAD = [
     (
         "custom variant bad compiler",
         GOOD + '[[variants]]\nname = "mine"\ncompiler = "icc"\n',
-        "variants[0].compiler: 'icc' is not allowed; expected 'gcc' or 'clang'",
+        "variants[0].compiler: 'icc' is not a compiler: use 'gcc' or 'clang', or one of their versions",
     ),
     ("table expected", GOOD.replace("[suite]", "suite = 3\n[x]"), "suite: expected a table"),
     (

@@ -20,10 +20,28 @@ class Compiler:
     native_cpu: str | None  # what -march=native means here, when the variant uses it
 
 
+def install_line(compiler: str) -> str:
+    """The Debian command that installs a compiler by the name a variant gives (C++ too: CMake builds need it)."""
+    family, dash, version = compiler.partition("-")
+    packages = {"gcc": [f"gcc{dash}{version}", f"g++{dash}{version}"], "clang": [f"clang{dash}{version}"]}
+    # clang's LTO needs its own linker plugin and archiver; llvm-<v> carries llvm-ar for the configure_vars.
+    if family == "clang":
+        packages["clang"] += [f"lld{dash}{version}", f"llvm{dash}{version}"]
+    return "apt-get install " + " ".join(packages.get(family, [compiler]))
+
+
+def missing(compiler: str) -> str | None:
+    """Why a variant's compiler cannot be used here, with the line that installs it; None when it is installed."""
+    if shutil.which(compiler) is not None:
+        return None
+    return f"the compiler {compiler} is not installed; install it with `{install_line(compiler)}`"
+
+
 def compiler_for(variant: Variant) -> Compiler:
     """The variant's compiler on this host, with its version; a clear error when it is missing."""
-    if shutil.which(variant.compiler) is None:
-        raise DbsweepError(f"variant {variant.name!r}: the compiler {variant.compiler!r} is not installed")
+    why = missing(variant.compiler)
+    if why is not None:
+        raise DbsweepError(f"variant {variant.name!r}: {why}")
     out = output([variant.compiler, "--version"])
     version = out.splitlines()[0].strip() if out.strip() else variant.compiler
     uses_native = any("=native" in f for f in (*variant.cflags, *variant.ldflags))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbsweep.errors import DbsweepError, StudyError
@@ -138,6 +138,23 @@ def resolve(name: str, custom: Mapping[str, Variant] | None = None) -> Variant:
         return BUILTINS[name]
     known = [*BUILTINS, *(custom or {})]
     raise DbsweepError(f"unknown build variant {name!r}; have: {', '.join(known)}")
+
+
+def with_compiler(variant: Variant, compiler: str | None) -> Variant:
+    """`variant` built by another compiler (a target's `compiler`, the study's compiler axis): its flags, under
+    the name `<variant>+<compiler>`; the variant itself when `compiler` is None or already its own."""
+    if compiler is None or compiler == variant.compiler:
+        return variant
+    if not COMPILER_RE.match(compiler):
+        raise DbsweepError(f"{compiler!r} is not a compiler: use 'gcc' or 'clang', or a version ('gcc-12', 'clang-16')")
+    if variant.pgo and not compiler.startswith("gcc"):
+        raise DbsweepError(f"variant {variant.name!r} is profile-guided, which is supported with gcc only")
+    return replace(variant, name=f"{variant.name}+{compiler}", compiler=compiler)
+
+
+def resolve_for(name: str, compiler: str | None, custom: Mapping[str, Variant] | None = None) -> Variant:
+    """A target's variant: `resolve(name)` built by the target's compiler, if it names one."""
+    return with_compiler(resolve(name, custom), compiler)
 
 
 def from_table(table: Mapping[str, Any], where: str = "variant") -> Variant:
