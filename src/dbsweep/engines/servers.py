@@ -2,7 +2,8 @@
 server's user, starting on a port another process may take first and waiting until the server answers (each
 engine gives its probe), how a server process ended, the lines of its log that explain a failure (each engine
 gives the patterns its own server writes), and stopping a server a killed dbsweep left behind once the engine
-has proven the process is that server."""
+has proven the process is that server. `ServerInstance` puts these together into one lifecycle (a fresh home,
+start, watermark, the first signs of a disturbance, stop) that each server engine's `Server` fills in."""
 
 from __future__ import annotations
 
@@ -11,17 +12,23 @@ import logging
 import os
 import pwd
 import re
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+from abc import abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import psutil
 
 from dbsweep import procs
+from dbsweep.engines.base import Install, Instance, Watermark
 from dbsweep.errors import ServerError
 
 _log = logging.getLogger(__name__)
@@ -242,3 +249,215 @@ def stop_left_behind(
             _log.warning("the server on %s (PID %d) did not shut down in %d s: %s", datadir, pid, patience, last[1])
             proc.send_signal(last[0])
             proc.wait(timeout=30)
+
+
+@dataclass
+class ServerInstance(Instance):
+    """An instance whose server is a process dbsweep starts: a home in the workspace (the data directory, the
+    password, the log) and, while it runs, its process on a free loopback port and a private socket. An engine
+    gives what differs: its data directory and init, the server's command line, its probe, its log's patterns,
+    how a server left behind is proven and stopped, and the hooks around a start and a stop."""
+
+    install: Install
+    home: Path  # holds the data directory, the password and the logs
+    config_name: str
+    config_text: str
+    user: str | None = None
+    port: int = 0
+    socket_dir: Path | None = None
+    proc: subprocess.Popen[Any] | None = None
+    _own_socket_dir: bool = False
+    _log_start: int = 0  # where this start's lines begin in the (appended) server log
+    # A command the server runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
+    wrapper: list[str] | None = None
+
+    # The server in messages ("Postgres"), and its process in the sentences that say it died ("its postmaster")
+    # and that another process holds its PID now ("the server's postmaster").
+    title: ClassVar[str]
+    died_process: ClassVar[str]
+    replaced_process: ClassVar[str]
+    # Its clean shutdown: sent by `stop`, and by the kernel when dbsweep dies, so that the data directory stays
+    # consistent for a resume.
+    shutdown_signal: ClassVar[signal.Signals]
+    # The longest socket directory path whose socket (and whatever the server puts beside it) fits sun_path.
+    socket_path_max: ClassVar[int]
+    # Seconds to wait for the server to answer, directly and under a wrapper (valgrind is tens of times slower).
+    ready_timeout: ClassVar[float]
+    wrapped_ready_timeout: ClassVar[float]
+    # The lines of its log that explain a failure, and routine ones that explain nothing.
+    explaining: ClassVar[re.Pattern[str]]
+    noise: ClassVar[re.Pattern[str] | None] = None
+
+    # ---- what each engine gives
+
+    @abstractmethod
+    def _server_argv(self) -> list[str | Path]:
+        """The server's command line (after the wrapper), for the port and socket directory just picked."""
+
+    @abstractmethod
+    def _probe(self) -> None:
+        """Returns when the server answers; raises NotReady with what it got instead."""
+
+    @abstractmethod
+    def _bind_failed(self) -> bool:
+        """Whether the log says the server lost its port to another process (a start on another port may work)."""
+
+    @abstractmethod
+    def _stop_stale(self) -> None:
+        """Stops a server a killed dbsweep left on the data directory, if it is provably that server."""
+
+    def _before_launch(self) -> None:
+        """What the server needs once its port and socket directory are known, before it is launched."""
+
+    def _after_ready(self) -> None:
+        """What a start does once the server answers (a failure raises ServerError and abandons the start)."""
+
+    def _too_early_to_probe(self) -> bool:
+        """Whether the starting server says it is not ready yet, so that a probe would only cost it work."""
+        return False
+
+    def _gave_up(self) -> bool:
+        """Whether the log says the server is on its way out of its start (under a wrapper, exiting takes long)."""
+        return False
+
+    def _abandon(self) -> None:
+        """Stops a server whose start failed."""
+        self.stop()
+
+    def _after_stop(self) -> None:
+        """What is left to stop once the server's process is gone."""
+
+    # ---- the shared lifecycle
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def password_file(self) -> Path:
+        return self.home / "password"
+
+    @property
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def log_excerpt(self, start: int = 0) -> str:
+        return log_lines(self.log, self.explaining, start=start, noise=self.noise)
+
+    def _fresh_home(self) -> str:
+        """An empty home (0700) of the server's user, who must reach it, with a generated password (0600);
+        returns the password. A server still running on the old one is stopped first."""
+        self._stop_stale()
+        if self.home.exists():
+            shutil.rmtree(self.home)
+        self.home.mkdir(parents=True)
+        chown(self.home, self.user)
+        self.home.chmod(0o700)
+        self._check_reachable()
+        password = secrets.token_urlsafe(24)
+        self._private_file(self.password_file, password + "\n")
+        return password
+
+    def _private_file(self, path: Path, text: str) -> None:
+        path.write_text(text)
+        path.chmod(0o600)
+        chown(path, self.user)
+
+    def _check_reachable(self) -> None:
+        check_reachable(self.home, self.user)
+
+    def _pick_socket_dir(self) -> Path:
+        path, self._own_socket_dir = socket_dir(self.home, self.socket_path_max, self.user)
+        return path
+
+    def start(self, timeout: float | None = None) -> None:
+        """Starts on a free loopback port and a private socket (under `wrapper`, if any); waits until it answers."""
+        if timeout is None:
+            timeout = self.wrapped_ready_timeout if self.wrapper else self.ready_timeout
+        self._stop_stale()
+
+        def launch() -> None:
+            self.socket_dir = self._pick_socket_dir()
+            self.port = free_port()
+            self._before_launch()
+            self._log_start = log_size(self.log)
+            logf = self.log.open("ab")
+            try:
+                self.proc = procs.spawn(
+                    [*(self.wrapper or []), *self._server_argv()],
+                    user=self.user,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    death_signal=self.shutdown_signal,
+                )
+            finally:
+                logf.close()
+
+        def ready() -> None:
+            self._wait_ready(timeout)
+            self._after_ready()
+
+        start_on_a_free_port(launch, ready, self._abandon, self._bind_failed)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
+        wait_ready(
+            self.proc,
+            self.title,
+            self.log,
+            timeout,
+            self._probe,
+            lambda: self.log_excerpt(self._log_start),
+            hold=self._too_early_to_probe,
+            gave_up=self._gave_up,
+        )
+
+    def _log_since_start(self) -> str:
+        """What the server wrote to its log since this start."""
+        try:
+            with self.log.open("rb") as f:
+                f.seek(self._log_start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _stop(self, timeout: float) -> None:
+        """The clean shutdown (then a kill after `timeout`), the server left behind if any, and our socket
+        directory: never leaves the server behind."""
+        if self.proc is not None:
+            procs.terminate(self.proc, self.shutdown_signal, timeout=timeout)
+            self.proc = None
+        self._stop_stale()
+        self._after_stop()
+        if self._own_socket_dir and self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+
+    def watermark(self) -> Watermark:
+        """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
+        assert self.proc is not None, "a started server"
+        try:
+            started = psutil.Process(self.proc.pid).create_time()
+        except psutil.Error:
+            started = 0.0
+        return Watermark(self.proc.pid, started, log_size(self.log))
+
+    def disturbance_since(self, mark: Watermark) -> str | None:
+        """Why the server that served a step is not the process that began it (it died, or its PID is another
+        process's now), in one sentence with its evidence; None when it is the same process."""
+        excerpt = f"from {self.log}:\n{self.log_excerpt(mark.log_offset)}"
+        if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
+            code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
+            how = describe_exit(code) if code is not None else "gone"
+            return f"the server died during the step: {self.died_process} (PID {mark.pid}) {how}; {excerpt}"
+        try:
+            started = psutil.Process(mark.pid).create_time()
+        except psutil.Error:
+            started = -1.0
+        if started != mark.started:
+            return f"{self.replaced_process} (PID {mark.pid}) is not the process that started the step"
+        return None

@@ -24,8 +24,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import secrets
-import shutil
 import signal
 import subprocess
 import time
@@ -41,8 +39,7 @@ from pymysql.connections import Connection
 
 from dbsweep import procs
 from dbsweep.engines import servers
-from dbsweep.engines.base import Access, EngineError, Instance, Watermark
-from dbsweep.engines.base import Install as BaseInstall
+from dbsweep.engines.base import Access, EngineError
 from dbsweep.engines.mariadb import config, stats
 from dbsweep.engines.mariadb.install import ROCKSDB_PLUGIN, Install, known_settings
 from dbsweep.errors import ServerError
@@ -190,21 +187,9 @@ def stop_stale(datadir: Path) -> None:
 
 
 @dataclass
-class Server(Instance):
+class Server(servers.ServerInstance):
     """One MariaDB instance: a data directory in the workspace and, while running, its process."""
 
-    install: BaseInstall
-    home: Path
-    config_name: str
-    config_text: str
-    user: str | None = None
-    port: int = 0
-    socket_dir: Path | None = None
-    proc: subprocess.Popen[Any] | None = None
-    _own_socket_dir: bool = False
-    _log_start: int = 0  # where this start's lines begin in the (appended) server log
-    # A command the server runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
-    wrapper: list[str] | None = None
     # Whether init makes the accounts in mariadb-install-db's own bootstrap (--extra-file, where the script
     # has it); False makes them in a bootstrap of their own, the path an older script takes.
     accounts_with_install_db: bool = True
@@ -214,25 +199,28 @@ class Server(Instance):
     threaded: ClassVar[bool] = True
     client_thread_functions: ClassVar[tuple[str, ...]] = ("do_handle_one_connection",)
 
+    title: ClassVar[str] = "MariaDB"
+    died_process: ClassVar[str] = "mariadbd"
+    replaced_process: ClassVar[str] = "the server"
+    # SIGTERM is the clean shutdown (InnoDB writes back its dirty pages).
+    shutdown_signal: ClassVar[signal.Signals] = signal.SIGTERM
+    socket_path_max: ClassVar[int] = _SOCKET_PATH_MAX
+    ready_timeout: ClassVar[float] = READY_TIMEOUT
+    wrapped_ready_timeout: ClassVar[float] = WRAPPED_READY_TIMEOUT
+    explaining: ClassVar[re.Pattern[str]] = _EXPLAINING
+    noise: ClassVar[re.Pattern[str] | None] = _NOISE
+    # The line the server writes when it gives up its start.
+    aborting: ClassVar[re.Pattern[str]] = _ABORTING
+    # The section of the option file the server reads (a MySQL server reads [mysqld] instead).
+    option_group: ClassVar[str] = "mariadbd"
+
     @property
     def datadir(self) -> Path:
         return self.home / "data"
 
     @property
-    def log(self) -> Path:
-        return self.home / "server.log"
-
-    @property
     def defaults_file(self) -> Path:
         return self.home / DEFAULTS_FILE
-
-    @property
-    def password_file(self) -> Path:
-        return self.home / "password"
-
-    @property
-    def password(self) -> str:
-        return self.password_file.read_text().strip()
 
     @property
     def socket_path(self) -> Path | None:
@@ -244,6 +232,10 @@ class Server(Instance):
             raise TypeError(f"not a MariaDB install: {self.install!r}")
         return self.install
 
+    def _server_binary(self) -> Path:
+        """The server program, which runs the bootstraps too."""
+        return self._install.server
+
     def initialized(self) -> bool:
         return (
             (self.datadir / "mysql").is_dir() and self.password_file.is_file() and (self.home / "initialized").is_file()
@@ -253,80 +245,78 @@ class Server(Instance):
 
     def init(self) -> None:
         """A fresh data directory made by mariadb-install-db with our option file, and the accounts."""
-        stop_stale(self.datadir)
-        if self.home.exists():
-            shutil.rmtree(self.home)
-        self.home.mkdir(parents=True)
-        servers.chown(self.home, self.user)
-        self.home.chmod(0o700)
-        self._check_reachable()
-        pw = secrets.token_urlsafe(24)
-        self._private_file(self.password_file, pw + "\n")
-        # The accounts, made by the bootstrap (the install script's --extra-file runs after its own SQL):
-        # read from a file the server user alone can read, never from a command line.
+        password = self._fresh_home()
+        # The accounts, made by the bootstrap: read from a file the server user alone can read, never from a
+        # command line.
         accounts = self.home / "accounts.sql"
-        self._private_file(accounts, _accounts_sql(pw))
+        self._private_file(accounts, self._account_statements(password))
         self._write_defaults(port=0)
-        install = self._install
-        script = install.bin("mariadb-install-db")
-        extra_file = self.accounts_with_install_db and _takes_extra_file(script)
         try:
-            r = procs.run_as(
-                [
-                    script,
-                    f"--defaults-file={self.defaults_file}",
-                    f"--basedir={install.basedir}",
-                    f"--datadir={self.datadir}",
-                    "--auth-root-authentication-method=socket",
-                    f"--auth-root-socket-user={_ROOT_SOCKET_USER}",
-                    "--skip-test-db",
-                    "--skip-name-resolve",
-                    *([f"--extra-file={accounts}"] if extra_file else []),
-                ],
-                user=self.user,
-            )
-            self._check_bootstrap("mariadb-install-db", r)
-            if not extra_file:
-                # A script without --extra-file: the accounts by a bootstrap of our own, the SQL on its stdin.
-                with accounts.open() as sql:
-                    r = procs.run_as(
-                        [install.server, f"--defaults-file={self.defaults_file}", "--bootstrap"],
-                        user=self.user,
-                        stdin=sql,
-                    )
-                self._check_bootstrap("the bootstrap that makes the accounts", r)
+            self._make_datadir(accounts)
         finally:
             accounts.unlink(missing_ok=True)
         (self.home / "initialized").write_text(self.config_name + "\n")
+
+    def _account_statements(self, password: str) -> str:
+        """The SQL that makes the accounts (each server family keeps its grant tables its own way)."""
+        return _accounts_sql(password)
+
+    def _make_datadir(self, accounts: Path) -> None:
+        """The system tables by mariadb-install-db, and the `accounts` SQL run by its bootstrap (the script's
+        --extra-file runs after its own SQL) or, for a script without it, by a bootstrap of our own."""
+        install = self._install
+        script = install.bin("mariadb-install-db")
+        extra_file = self.accounts_with_install_db and _takes_extra_file(script)
+        r = procs.run_as(
+            [
+                script,
+                f"--defaults-file={self.defaults_file}",
+                f"--basedir={install.basedir}",
+                f"--datadir={self.datadir}",
+                "--auth-root-authentication-method=socket",
+                f"--auth-root-socket-user={_ROOT_SOCKET_USER}",
+                "--skip-test-db",
+                "--skip-name-resolve",
+                *([f"--extra-file={accounts}"] if extra_file else []),
+            ],
+            user=self.user,
+        )
+        self._check_bootstrap("mariadb-install-db", r)
+        if not extra_file:
+            self._bootstrap_accounts(accounts)
+
+    def _bootstrap_accounts(self, accounts: Path) -> None:
+        """The accounts by a bootstrap of our own, the SQL on its stdin."""
+        with accounts.open() as sql:
+            r = procs.run_as(
+                [self._server_binary(), f"--defaults-file={self.defaults_file}", "--bootstrap"],
+                user=self.user,
+                stdin=sql,
+            )
+        self._check_bootstrap("the bootstrap that makes the accounts", r)
 
     def _check_bootstrap(self, what: str, r: subprocess.CompletedProcess[str]) -> None:
         if r.returncode == 0 and (self.datadir / "mysql").is_dir():
             return
         # The bootstrap's server reads the config too: what it refused is in the script's output (what it
         # printed before it opened its log) or in the log.
-        said = [ln for ln in r.stdout.splitlines() if _EXPLAINING.search(ln) and not _NOISE.search(ln)]
-        parts = [relevant_lines(said)] if said else []
+        out = r.stdout.splitlines()
+        said = [ln for ln in out if self.explaining.search(ln) and not (self.noise and self.noise.search(ln))]
+        parts = [servers.explaining_lines(said, self.explaining, noise=self.noise)] if said else []
         if self.log.is_file():
-            parts.append(f"from {self.log}:\n{relevant_log_lines(self.log)}")
+            parts.append(f"from {self.log}:\n{self.log_excerpt()}")
         if not parts:
-            parts.append(relevant_lines(r.stdout.splitlines()))
+            parts.append(servers.explaining_lines(out, self.explaining, noise=self.noise))
         raise ServerError(f"{what} failed for {self.home} (exit {r.returncode}):\n" + "\n".join(parts))
-
-    def _private_file(self, path: Path, text: str) -> None:
-        path.write_text(text)
-        path.chmod(0o600)
-        servers.chown(path, self.user)
-
-    def _check_reachable(self) -> None:
-        servers.check_reachable(self.home, self.user)
 
     def defaults_text(self, port: int) -> str:
         """The server's option file: where everything is (dbsweep's, which a diff cannot set), then the diff."""
         install = self._install
         sock = self.socket_path or self.home / "sock" / SOCKET_NAME
+        section = f"[{self.option_group}]"
         lines = [
             "# Written by dbsweep for this instance; the server reads no other option file.",
-            "[mariadbd]",
+            section,
             f"basedir = {install.basedir}",
             f"datadir = {self.datadir}",
             f"plugin_dir = {install.plugin_dir}",
@@ -339,9 +329,9 @@ class Server(Instance):
         ]
         if config.uses_rocksdb(self.config_text) and not config.loads_rocksdb(self.config_text):
             lines.append(f"plugin_load_add = {ROCKSDB_PLUGIN}")
-        lines += ["", f"# ---- dbsweep: config diff {self.config_name} ----", "[mariadbd]", self.config_text.rstrip()]
+        lines += ["", f"# ---- dbsweep: config diff {self.config_name} ----", section, self.config_text.rstrip()]
         if self.wrapper:
-            lines += ["", "# ---- dbsweep: what the server needs to run under a wrapper (valgrind) ----", "[mariadbd]"]
+            lines += ["", "# ---- dbsweep: what the server needs to run under a wrapper (valgrind) ----", section]
             lines += [f"{name} = {value}" for name, value in self.wrapped_settings().items()]
         return "\n".join(lines) + "\n"
 
@@ -367,65 +357,32 @@ class Server(Instance):
     # ---- start and stop
 
     def _pick_socket_dir(self) -> Path:
-        path, self._own_socket_dir = servers.socket_dir(self.home, _SOCKET_PATH_MAX, self.user)
+        path = super()._pick_socket_dir()
         # A server that was killed leaves its socket and the lock beside it, which names its old PID: a start
         # would refuse the lock if that PID is now another live process. Nothing runs here now.
         for leftover in (path / SOCKET_NAME, path / f"{SOCKET_NAME}.lock"):
             leftover.unlink(missing_ok=True)
         return path
 
-    def start(self, timeout: float | None = None) -> None:
-        """Starts on a free loopback port and a private socket (under `wrapper`, if any); waits until it answers."""
-        if timeout is None:
-            timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
+    def _stop_stale(self) -> None:
         stop_stale(self.datadir)
 
-        def launch() -> None:
-            self.socket_dir = self._pick_socket_dir()
-            self.port = servers.free_port()
-            self._write_defaults(self.port)
-            self._log_start = servers.log_size(self.log)
-            logf = self.log.open("ab")
-            try:
-                self.proc = procs.spawn(
-                    # The option file first: a server reads /etc/mysql unless its first argument says otherwise.
-                    [*(self.wrapper or []), self._install.server, f"--defaults-file={self.defaults_file}"],
-                    user=self.user,
-                    stdout=logf,
-                    stderr=subprocess.STDOUT,
-                    # A clean shutdown when dbsweep dies: the data directory stays consistent for a resume.
-                    death_signal=signal.SIGTERM,
-                )
-            finally:
-                logf.close()
+    def _before_launch(self) -> None:
+        self._write_defaults(self.port)
 
-        servers.start_on_a_free_port(
-            launch,
-            lambda: self._wait_ready(timeout),
-            # A server that never served has nothing to save.
-            lambda: self._stop(timeout=FAILED_START_STOP_TIMEOUT),
-            lambda: "Bind on TCP/IP port" in self._log_since_start(),
-        )
+    def _server_argv(self) -> list[str | Path]:
+        # The option file first: a server reads /etc/mysql unless its first argument says otherwise.
+        return [self._server_binary(), f"--defaults-file={self.defaults_file}"]
 
-    def _log_since_start(self) -> str:
-        try:
-            with self.log.open("rb") as f:
-                f.seek(self._log_start)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+    def _bind_failed(self) -> bool:
+        return "Bind on TCP/IP port" in self._log_since_start()
 
-    def _wait_ready(self, timeout: float) -> None:
-        assert self.proc is not None
-        servers.wait_ready(
-            self.proc,
-            "MariaDB",
-            self.log,
-            timeout,
-            self._probe,
-            lambda: relevant_log_lines(self.log, start=self._log_start),
-            gave_up=lambda: _ABORTING.search(self._log_since_start()) is not None,
-        )
+    def _gave_up(self) -> bool:
+        return self.aborting.search(self._log_since_start()) is not None
+
+    def _abandon(self) -> None:
+        # A server that never served has nothing to save.
+        self._stop(timeout=FAILED_START_STOP_TIMEOUT)
 
     def _probe(self) -> None:
         """Our server answers on its port. Another process may have bound the port first (our server then gives
@@ -443,52 +400,11 @@ class Server(Instance):
         """A clean shutdown (SIGTERM to the server we started), then a kill: never leaves the server behind."""
         self._stop(WRAPPED_STOP_TIMEOUT if self.wrapper else STOP_TIMEOUT)
 
-    def _stop(self, timeout: float) -> None:
-        if self.proc is not None:
-            procs.terminate(self.proc, signal.SIGTERM, timeout=timeout)
-            self.proc = None
-        stop_stale(self.datadir)
-        if self._own_socket_dir and self.socket_dir is not None:
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
-            self.socket_dir = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
-
-    def watermark(self) -> Watermark:
-        """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
-        assert self.proc is not None, "a started server"
-        try:
-            started = psutil.Process(self.proc.pid).create_time()
-        except psutil.Error:
-            started = 0.0
-        return Watermark(self.proc.pid, started, servers.log_size(self.log))
-
-    def disturbance_since(self, mark: Watermark) -> str | None:
-        """Why the server that served a step is not the whole server that began it, in one sentence with its
-        evidence; None when it is the same process. A crash ends the one process (nothing restarts it)."""
-        excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
-        if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
-            code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
-            how = servers.describe_exit(code) if code is not None else "gone"
-            return f"the server died during the step: mariadbd (PID {mark.pid}) {how}; {excerpt}"
-        try:
-            started = psutil.Process(mark.pid).create_time()
-        except psutil.Error:
-            started = -1.0
-        if started != mark.started:
-            return f"the server (PID {mark.pid}) is not the process that started the step"
-        return None
-
     def access(self, via_socket: bool = False) -> Access:
         """Loopback TCP, or the private Unix socket (its file); the password travels in the environment."""
         host = str(self.socket_path) if via_socket and self.socket_path is not None else "127.0.0.1"
         args = ["--engine", "mariadb", "--host", host, "--port", str(self.port), "--user", DB_USER]
         return Access([*args, "--dbname", DB_NAME], {"DBSWEEP_PASSWORD": self.password})
-
-    def log_excerpt(self, start: int = 0) -> str:
-        return relevant_log_lines(self.log, start=start)
 
     # ---- dbsweep's own queries
 

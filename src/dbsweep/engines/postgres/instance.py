@@ -6,16 +6,13 @@ import contextlib
 import logging
 import math
 import re
-import secrets
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import psycopg
@@ -23,8 +20,7 @@ from psycopg import sql
 
 from dbsweep import procs
 from dbsweep.engines import servers
-from dbsweep.engines.base import Access, EngineError, Instance, Watermark
-from dbsweep.engines.base import Install as BaseInstall
+from dbsweep.engines.base import Access, EngineError, Watermark
 from dbsweep.engines.postgres import stats
 from dbsweep.errors import ServerError
 
@@ -147,37 +143,22 @@ WRAPPED_READY_TIMEOUT = 1200.0
 
 
 @dataclass
-class Server(Instance):
-    """One Postgres instance: a data directory in the workspace and, while running, its process."""
+class Server(servers.ServerInstance):
+    """One Postgres instance: a data directory (pgdata/) in the workspace and, while running, its postmaster."""
 
-    install: BaseInstall
-    home: Path  # holds pgdata/, the password and the logs
-    config_name: str
-    config_text: str
-    user: str | None = None
-    port: int = 0
-    socket_dir: Path | None = None
-    proc: subprocess.Popen[Any] | None = None
-    _own_socket_dir: bool = False
-    _log_start: int = 0  # where this start's lines begin in the (appended) server log
-    # A command the postmaster runs under, e.g. ["valgrind", "--tool=cachegrind", ...]; None runs it directly.
-    wrapper: list[str] | None = None
+    title: ClassVar[str] = "Postgres"
+    died_process: ClassVar[str] = "its postmaster"
+    replaced_process: ClassVar[str] = "the server's postmaster"
+    # SIGINT is the fast shutdown: backends abort their transactions, and a shutdown checkpoint follows.
+    shutdown_signal: ClassVar[signal.Signals] = signal.SIGINT
+    socket_path_max: ClassVar[int] = _SOCKET_PATH_MAX
+    ready_timeout: ClassVar[float] = READY_TIMEOUT
+    wrapped_ready_timeout: ClassVar[float] = WRAPPED_READY_TIMEOUT
+    explaining: ClassVar[re.Pattern[str]] = _EXPLAINING
 
     @property
     def datadir(self) -> Path:
         return self.home / "pgdata"
-
-    @property
-    def log(self) -> Path:
-        return self.home / "server.log"
-
-    @property
-    def password_file(self) -> Path:
-        return self.home / "password"
-
-    @property
-    def password(self) -> str:
-        return self.password_file.read_text().strip()
 
     def initialized(self) -> bool:
         return (
@@ -188,17 +169,7 @@ class Server(Instance):
 
     def init(self) -> None:
         """A fresh data directory with the config diff appended and a generated password."""
-        stop_stale(self.datadir)
-        if self.home.exists():
-            shutil.rmtree(self.home)
-        self.home.mkdir(parents=True)
-        servers.chown(self.home, self.user)
-        self.home.chmod(0o700)
-        self._check_reachable()
-        pw = secrets.token_urlsafe(24)
-        self.password_file.write_text(pw + "\n")
-        self.password_file.chmod(0o600)
-        servers.chown(self.password_file, self.user)
+        self._fresh_home()
         r = procs.run_as(
             [
                 self.install.bin("initdb"),
@@ -222,80 +193,36 @@ class Server(Instance):
             f.write(f"\n# ---- dbsweep: config diff {self.config_name} ----\n{self.config_text.rstrip()}\n")
         (self.home / "initialized").write_text(self.config_name + "\n")
 
-    def _check_reachable(self) -> None:
-        servers.check_reachable(self.home, self.user)
-
-    def _pick_socket_dir(self) -> Path:
-        path, self._own_socket_dir = servers.socket_dir(self.home, _SOCKET_PATH_MAX, self.user)
-        return path
-
-    def start(self, timeout: float | None = None) -> None:
-        """Starts on a free loopback port and a private socket (under `wrapper`, if any); waits until it answers."""
-        if timeout is None:
-            timeout = WRAPPED_READY_TIMEOUT if self.wrapper else READY_TIMEOUT
+    def _stop_stale(self) -> None:
         stop_stale(self.datadir)
 
-        def launch() -> None:
-            self.socket_dir = self._pick_socket_dir()
-            self.port = servers.free_port()
-            self._log_start = servers.log_size(self.log)
-            logf = self.log.open("ab")
-            try:
-                self.proc = procs.spawn(
-                    [
-                        *(self.wrapper or []),
-                        self.install.bin("postgres"),
-                        "-D",
-                        self.datadir,
-                        "-c",
-                        f"port={self.port}",
-                        "-c",
-                        "listen_addresses=127.0.0.1",
-                        "-c",
-                        f"unix_socket_directories={self.socket_dir}",
-                        "-c",
-                        "unix_socket_permissions=0700",
-                    ],
-                    user=self.user,
-                    stdout=logf,
-                    stderr=subprocess.STDOUT,
-                    # A fast shutdown when dbsweep dies: the data directory stays consistent for a resume.
-                    death_signal=signal.SIGINT,
-                )
-            finally:
-                logf.close()
+    def _server_argv(self) -> list[str | Path]:
+        return [
+            self.install.bin("postgres"),
+            "-D",
+            self.datadir,
+            "-c",
+            f"port={self.port}",
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.socket_dir}",
+            "-c",
+            "unix_socket_permissions=0700",
+        ]
 
-        def ready() -> None:
-            self._wait_ready(timeout)
-            self._ensure_database()
+    def _bind_failed(self) -> bool:
+        return "could not bind" in self.log.read_text(errors="replace")[-2000:]
 
-        servers.start_on_a_free_port(
-            launch, ready, self.stop, lambda: "could not bind" in self.log.read_text(errors="replace")[-2000:]
-        )
-
-    def watermark(self) -> Watermark:
-        """The server's identity and the end of its log now, to hold a step against (`disturbance_since`)."""
-        assert self.proc is not None, "a started server"
-        try:
-            started = psutil.Process(self.proc.pid).create_time()
-        except psutil.Error:
-            started = 0.0
-        return Watermark(self.proc.pid, started, servers.log_size(self.log))
+    def _after_ready(self) -> None:
+        self._ensure_database()
 
     def disturbance_since(self, mark: Watermark) -> str | None:
         """Why the server that served a step is not the whole server that began it, in one sentence
         with its evidence; None when it is the same postmaster and none of its backends crashed."""
-        excerpt = f"from {self.log}:\n{relevant_log_lines(self.log, start=mark.log_offset)}"
-        if self.proc is None or self.proc.pid != mark.pid or self.proc.poll() is not None:
-            code = self.proc.returncode if self.proc is not None and self.proc.pid == mark.pid else None
-            how = servers.describe_exit(code) if code is not None else "gone"
-            return f"the server died during the step: its postmaster (PID {mark.pid}) {how}; {excerpt}"
-        try:
-            started = psutil.Process(mark.pid).create_time()
-        except psutil.Error:
-            started = -1.0
-        if started != mark.started:
-            return f"the server's postmaster (PID {mark.pid}) is not the process that started the step"
+        found = super().disturbance_since(mark)
+        if found is not None:
+            return found
         try:
             with self.log.open("rb") as f:
                 f.seek(mark.log_offset)
@@ -309,18 +236,11 @@ class Server(Instance):
             return f"the server crash-restarted its backends during the step (every connection was reset): {line}"
         return None
 
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
-
     def access(self, via_socket: bool = False) -> Access:
         """Loopback TCP, or the private Unix socket; the password travels in the environment."""
         host = str(self.socket_dir) if via_socket else "127.0.0.1"
         args = ["--host", host, "--port", str(self.port), "--user", DB_USER, "--dbname", DB_NAME]
         return Access(args, {"DBSWEEP_PASSWORD": self.password})
-
-    def log_excerpt(self, start: int = 0) -> str:
-        return relevant_log_lines(self.log, start=start)
 
     def statistics(self) -> dict[str, Any]:
         try:
@@ -457,20 +377,6 @@ bgwriter_lru_maxpages = 0
             raise EngineError(str(e).strip().splitlines()[0]) from None
         return {str(r[0]) for r in rows}
 
-    def _wait_ready(self, timeout: float) -> None:
-        assert self.proc is not None
-        servers.wait_ready(
-            self.proc,
-            "Postgres",
-            self.log,
-            timeout,
-            self._probe,
-            lambda: relevant_log_lines(self.log, start=self._log_start),
-            # Until the postmaster says it is ready, a probe would make it fork a child just to refuse it: under
-            # valgrind each such child costs millions of counted instructions, and their number would vary.
-            hold=lambda: self._pid_file_status() == "starting",
-        )
-
     def _probe(self) -> None:
         try:
             with psycopg.connect(**self.conninfo("postgres")) as c:
@@ -478,6 +384,11 @@ bgwriter_lru_maxpages = 0
         except psycopg.OperationalError as e:
             last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise servers.NotReady(last, refused="authentication failed" in last) from None
+
+    def _too_early_to_probe(self) -> bool:
+        # Until the postmaster says it is ready, a probe would make it fork a child just to refuse it: under
+        # valgrind each such child costs millions of counted instructions, and their number would vary.
+        return self._pid_file_status() == "starting"
 
     def _pid_file_status(self) -> str:
         """The postmaster's status line in postmaster.pid ("starting", "ready", ...); "starting" while the file
@@ -564,15 +475,11 @@ bgwriter_lru_maxpages = 0
 
     def stop(self) -> None:
         """Fast shutdown, then immediate, then kill: never leaves the server behind."""
-        if self.proc is not None:
-            procs.terminate(self.proc, signal.SIGINT, timeout=120)
-            self.proc = None
-        stop_stale(self.datadir)
+        self._stop(timeout=120)
+
+    def _after_stop(self) -> None:
         if self.wrapper:
             self._stop_wrapped_leftovers()
-        if self._own_socket_dir and self.socket_dir is not None:
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
-            self.socket_dir = None
 
     def _stop_wrapped_leftovers(self) -> None:
         """Backends exit on their own once the postmaster is gone, but under a wrapper that can take a
