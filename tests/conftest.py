@@ -36,6 +36,8 @@ from dbsweep.engines.base import Instance
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op
 from dbsweep.suites.sysbench import Sysbench
 
+from . import sourcebuilds
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 DBSWEEP = [sys.executable, "-m", "dbsweep"]
@@ -167,7 +169,11 @@ def running_instance(
     from dbsweep.engines.registry import engine_named
 
     engine = engine_named(engine_name)
-    instance = engine.instance(engine.system_install(install_spec), home, "test", config_text, engine.server_user())
+    if install_spec == "system" and sourcebuilds.needs_source_build(engine_name):
+        install = sourcebuilds.source_install(engine_name)  # no prebuilt package: the tests' source build
+    else:
+        install = engine.system_install(install_spec)
+    instance = engine.instance(install, home, "test", config_text, engine.server_user())
     instance.init()
     try:
         instance.start()

@@ -667,11 +667,11 @@ class MariadbSupport(Support):
     small_setting = "innodb_buffer_pool_size"
     # An unsigned option given a negative value: the server says so before it opens its log (on stderr, which
     # dbsweep sends to the log too), and stops.
-    out_of_range = (
+    out_of_range: ClassVar[tuple[str, tuple[str, ...]]] = (
         "max_connections = -5\n",
         ("Incorrect unsigned value: '-5' for max_connections", "Error while setting value '-5' to 'max_connections'"),
     )
-    bad_value = (
+    bad_value: ClassVar[tuple[str, tuple[str, ...]]] = (
         "# a value the server rejects at start\ninnodb_buffer_pool_size = lots\n",
         ("Error while setting value 'lots' to 'innodb-buffer-pool-size'",),
     )
@@ -909,4 +909,73 @@ class MariadbSupport(Support):
         shutil.rmtree(datadir / "mysql")  # the privilege tables: the server refuses to start without them
 
 
-SUPPORT: dict[str, Support] = {s.name: s for s in (PostgresSupport(), SqliteSupport(), MariadbSupport())}
+class MysqlSupport(MariadbSupport):
+    """Oracle's MySQL, a server of MariaDB's family built from source (no prebuilt package here): what differs
+    from MariaDB is its account of a refused option, its types' display (no widths), its CHECK constraints, its
+    statement record (performance_schema's digests, pg_stat_statements' equivalent: the slow log has no
+    affected rows) and where its system tables are."""
+
+    name = "mysql"
+    configs = ("cz12a_c2r24", "cz12a_c2r24")
+    out_of_range: ClassVar[tuple[str, tuple[str, ...]]] = ("max_connections = -5\n", ("max_connections",))
+    bad_value: ClassVar[tuple[str, tuple[str, ...]]] = (
+        "# a value the server rejects at start\ninnodb_buffer_pool_size = lots\n",
+        ("innodb-buffer-pool-size", "lots"),
+    )
+    died_words = ("the server died during the step", "killed by SIGKILL")
+    process_name = "mysqld"
+    ibench_types: ClassVar[dict[str, str]] = {
+        "transactionid": "bigint",
+        "dateandtime": "datetime",
+        "cashregisterid": "int",
+        "customerid": "int",
+        "productid": "int",
+        "price": "int",
+        "data": "varchar(4000)",
+    }
+    check_violation = ("mysql_3819", "Check constraint 'cheap' is violated")
+    statements_config = MariadbSupport.small_config + "performance_schema = ON\n"
+
+    def install(self) -> Install:
+        from ..sourcebuilds import source_install
+
+        return source_install(self.name)
+
+    def add_check(self, instance: Instance, table: str, name: str, predicate: str) -> None:
+        """MySQL checks the rows already there when a constraint is enforced: added NOT ENFORCED, it checks none
+        of them, and a trigger-free way to check new rows only does not exist; so the rows that break it are
+        the test's new ones only when the old ones meet it, which the tests' predicates do."""
+        self.query(instance, f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({predicate})")
+
+    def drop_check(self, instance: Instance, table: str, name: str) -> None:
+        self.query(instance, f"ALTER TABLE {table} DROP CHECK {name}")
+
+    def reset_statements(self, instance: Instance) -> None:
+        self.query(instance, "TRUNCATE TABLE performance_schema.events_statements_summary_by_digest")
+
+    def statements(self, instance: Instance, database: str | None = None) -> list[tuple[str, int, int]]:
+        """performance_schema's statement digests in `database` (parameters already `?`), with the identifier
+        quotes it adds taken off; the capture's own queries and the housekeeping are left out."""
+        from dbsweep.engines.mariadb import DB_NAME
+
+        rows = self.query(
+            instance,
+            "SELECT DIGEST_TEXT, COUNT_STAR, SUM_ROWS_SENT + SUM_ROWS_AFFECTED "
+            "FROM performance_schema.events_statements_summary_by_digest WHERE SCHEMA_NAME = %s",
+            (database or DB_NAME,),
+        )
+        out = []
+        for text, calls, n in rows:
+            sql = str(text or "").replace("`", "")
+            if "events_statements" in sql or self.housekeeping(sql):
+                continue
+            out.append((sql, int(calls), int(n)))
+        return out
+
+    def damage(self, datadir: Path) -> None:
+        (datadir / "mysql.ibd").unlink()  # the system tables: the server refuses to start without them
+
+
+SUPPORT: dict[str, Support] = {
+    s.name: s for s in (PostgresSupport(), SqliteSupport(), MariadbSupport(), MysqlSupport())
+}

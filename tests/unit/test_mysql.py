@@ -11,10 +11,10 @@ import pytest
 from dbsweep.build.recipe import Phase
 from dbsweep.build.variants import Variant, builtin
 from dbsweep.engines.mariadb.build import OPTIONS as MARIADB_OPTIONS
-from dbsweep.engines.mysql import Install, source
+from dbsweep.engines.mysql import Install, Server, source
 from dbsweep.engines.mysql.build import OPTIONS, RECIPE
 from dbsweep.engines.registry import engine_named
-from dbsweep.errors import DbsweepError
+from dbsweep.errors import DbsweepError, ServerError
 from dbsweep.sources import SourceTree, debian
 
 
@@ -107,3 +107,41 @@ def test_an_install_and_the_engine(tmp_path: Path) -> None:
     assert engine.title == "MySQL" and engine.system_versions() == []
     with pytest.raises(DbsweepError, match="there is no prebuilt MySQL here"):
         engine.system_install("system")
+
+
+def _server(tmp_path: Path, config_text: str = "innodb_buffer_pool_size = 1G\n") -> Server:
+    bindir = tmp_path / "usr" / "bin"
+    bindir.mkdir(parents=True)
+    (bindir / "mysqld").write_text("")
+    (tmp_path / "usr" / "lib" / "plugin").mkdir(parents=True)
+    install = Install(bindir, "mysqld  Ver 9.7.2 for Linux on x86_64 (Source distribution)", "9.7.2")
+    server = engine_named("mysql").instance(install, tmp_path / "home", "cz", config_text, None)
+    assert isinstance(server, Server)
+    return server
+
+
+def test_the_option_file_is_mysqls(tmp_path: Path) -> None:
+    server = _server(tmp_path, "local_infile = OFF\n")
+    lines = server.defaults_text(port=4242).splitlines()
+    assert lines[1] == "[mysqld]" and "[mariadbd]" not in lines
+    assert "port = 4242" in lines and "bind_address = 127.0.0.1" in lines
+    # dbsweep turns LOAD DATA LOCAL on (MySQL's default is off); a config's own line comes after and wins.
+    assert lines.index("local_infile = ON") < lines.index("local_infile = OFF")
+    assert lines[lines.index("local_infile = OFF") - 1] == "[mysqld]"
+    assert server._server_binary() == tmp_path / "usr" / "bin" / "mysqld"
+
+
+def test_the_accounts_lock_root_and_counts_set_no_ssl(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    sql = server._account_statements("s3cret")
+    assert "CREATE USER 'dbsweep'@'127.0.0.1' IDENTIFIED BY 's3cret';" in sql
+    assert "GRANT ALL PRIVILEGES ON *.* TO 'dbsweep'@'localhost';" in sql
+    root = next(line for line in sql.splitlines() if "root" in line)
+    assert root.endswith("ACCOUNT LOCK;") and "s3cret" not in root
+    assert "mysql.global_priv" not in sql  # MariaDB's grant table
+    with pytest.raises(ServerError, match="plain letters"):
+        server._account_statements("x'; DROP USER")
+    # MySQL 9 has no `ssl` option; the other settings that hold a count still are.
+    assert "ssl" not in server.quiet_config and "innodb_fast_shutdown = 0" in server.quiet_config
+    assert server.client_thread_functions == ("handle_connection",)
+    assert server.aborting.search("2026-11-27T13:00:00Z 0 [ERROR] [MY-010119] [Server] Aborting")

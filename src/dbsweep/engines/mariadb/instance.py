@@ -213,6 +213,7 @@ class Server(servers.ServerInstance):
     aborting: ClassVar[re.Pattern[str]] = _ABORTING
     # The section of the option file the server reads (a MySQL server reads [mysqld] instead).
     option_group: ClassVar[str] = "mariadbd"
+    enabled_metrics: ClassVar[str] = stats.MARIADB_METRICS
 
     @property
     def datadir(self) -> Path:
@@ -442,7 +443,7 @@ class Server(servers.ServerInstance):
     def statistics(self) -> dict[str, Any]:
         try:
             with self.connect() as c:
-                return stats.snapshot(c)
+                return stats.snapshot(c, self.enabled_metrics)
         except pymysql.err.MySQLError as e:
             raise EngineError(_one_line(e)) from None
 

@@ -60,10 +60,16 @@ def has_rocksdb(conn: Connection[Any]) -> bool:
         return cur.fetchone() is not None
 
 
-def snapshot(conn: Connection[Any]) -> dict[str, Any]:
+# Which of INNODB_METRICS's counters are on: MariaDB has a column ENABLED, MySQL a column STATUS.
+MARIADB_METRICS = "ENABLED = 1"
+MYSQL_METRICS = "STATUS = 'enabled'"
+
+
+def snapshot(conn: Connection[Any], enabled_metrics: str = MARIADB_METRICS) -> dict[str, Any]:
     out: dict[str, Any] = {"global_status": global_status(conn)}
     with conn.cursor() as cur:
-        cur.execute("SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE ENABLED = 1 ORDER BY NAME")
+        # One of the two constants above, never text from elsewhere.
+        cur.execute(f"SELECT NAME, COUNT FROM INFORMATION_SCHEMA.INNODB_METRICS WHERE {enabled_metrics} ORDER BY NAME")
         out["innodb_metrics"] = {str(name): int(count) for name, count in cur.fetchall()}
         if has_rocksdb(conn):
             cur.execute(_ROCKSDB_CFSTATS)
