@@ -266,7 +266,7 @@ class _Look:
 
     def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant, copy: int = 0) -> Install | None:
         """The cached build's install, or None (noting the build as needed)."""
-        why = compiler.missing(variant.compiler)
+        why = compiler.missing(variant.compiler, variant)
         if why is not None:
             self.problems.append((f"targets[{i}].variant", f"variant {variant.name!r}: {why}"))
         problem, tree = self._source(spec, kind)

@@ -294,3 +294,13 @@ def test_a_missing_compiler_is_named_with_the_line_that_installs_it() -> None:
     )
     with pytest.raises(DbsweepError, match=r"variant 'o3\+gcc-99': the compiler gcc-99 is not installed"):
         compiler_for(variants.resolve_for("o3", "gcc-99"))
+
+
+def test_a_clang_lto_build_archives_and_links_with_llvms_tools() -> None:
+    """LTO objects are LLVM bitcode: the archiver and the linker are LLVM's, of the compiler's version."""
+    v = variants.resolve_for("o3_native_lto", "clang-16")
+    assert dict(v.configure_vars) == {"AR": "llvm-ar-16", "RANLIB": "llvm-ranlib-16", "NM": "llvm-nm-16"}
+    assert v.ldflags == ("-flto=auto", "-fuse-ld=lld")
+    assert variants.resolve_for("o3", "clang-16").configure_vars == ()  # no LTO: binutils do
+    assert dict(variants.resolve_for("o3_native_lto", "clang").configure_vars)["AR"] == "llvm-ar"
+    assert variants.resolve_for("o3_native_lto", "gcc-11").configure_vars == ()

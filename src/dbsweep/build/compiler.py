@@ -30,16 +30,26 @@ def install_line(compiler: str) -> str:
     return "apt-get install " + " ".join(packages.get(family, [compiler]))
 
 
-def missing(compiler: str) -> str | None:
-    """Why a variant's compiler cannot be used here, with the line that installs it; None when it is installed."""
-    if shutil.which(compiler) is not None:
+def missing(compiler: str, variant: Variant | None = None) -> str | None:
+    """Why a variant's compiler (and, for a clang LTO build, the LLVM archiver and linker it takes) cannot be
+    used here, with the line that installs them; None when everything is installed."""
+    if shutil.which(compiler) is None:
+        return f"the compiler {compiler} is not installed; install it with `{install_line(compiler)}`"
+    if variant is None:
         return None
-    return f"the compiler {compiler} is not installed; install it with `{install_line(compiler)}`"
+    _, dash, version = compiler.partition("-")
+    tools = [v for _, v in variant.configure_vars] if variant.compiler_family == "clang" else []
+    if "-fuse-ld=lld" in variant.ldflags:
+        tools.append(f"ld.lld{dash}{version}")
+    absent = [t for t in tools if shutil.which(t) is None]
+    if absent:
+        return f"{', '.join(absent)} (for {compiler}'s LTO) not installed; install with `{install_line(compiler)}`"
+    return None
 
 
 def compiler_for(variant: Variant) -> Compiler:
     """The variant's compiler on this host, with its version; a clear error when it is missing."""
-    why = missing(variant.compiler)
+    why = missing(variant.compiler, variant)
     if why is not None:
         raise DbsweepError(f"variant {variant.name!r}: {why}")
     out = output([variant.compiler, "--version"])

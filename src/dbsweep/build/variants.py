@@ -149,7 +149,29 @@ def with_compiler(variant: Variant, compiler: str | None) -> Variant:
         raise DbsweepError(f"{compiler!r} is not a compiler: use 'gcc' or 'clang', or a version ('gcc-12', 'clang-16')")
     if variant.pgo and not compiler.startswith("gcc"):
         raise DbsweepError(f"variant {variant.name!r} is profile-guided, which is supported with gcc only")
-    return replace(variant, name=f"{variant.name}+{compiler}", compiler=compiler)
+    out = replace(variant, name=f"{variant.name}+{compiler}", compiler=compiler)
+    if compiler.startswith("clang") and any(f.startswith("-flto") for f in (*variant.cflags, *variant.ldflags)):
+        out = _llvm_lto(out)
+    return out
+
+
+def _llvm_lto(variant: Variant) -> Variant:
+    """A clang LTO build's objects are LLVM bitcode: binutils' ar and ld cannot index or link them without a
+    plugin Debian does not set up, so the archives are made by the LLVM tools of the compiler's version and the
+    link by lld. What the variant sets itself stays."""
+    _, dash, version = variant.compiler.partition("-")
+    tools = {k: f"llvm-{k.lower()}{dash}{version}" for k in ("AR", "RANLIB", "NM")}
+    given = dict(variant.configure_vars)
+    configure_vars = (*variant.configure_vars, *((k, v) for k, v in tools.items() if k not in given))
+    ldflags = (
+        variant.ldflags
+        if any(f.startswith("-fuse-ld=") for f in variant.ldflags)
+        else (
+            *variant.ldflags,
+            "-fuse-ld=lld",
+        )
+    )
+    return replace(variant, configure_vars=configure_vars, ldflags=ldflags)
 
 
 def resolve_for(name: str, compiler: str | None, custom: Mapping[str, Variant] | None = None) -> Variant:
