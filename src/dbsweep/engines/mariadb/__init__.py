@@ -38,6 +38,7 @@ class Mariadb(base.Engine):
     # (10.5.23), 1,512 s (10.11.18) and 1,592 s (11.8.6); 11.8.6 at o3_native_lto took 3,015 s.
     costs: ClassVar[base.Costs] = base.Costs(start_s=3.0, valgrind_starts_s=55.0, build_s=1600.0, lto_build_s=3000.0)
     instance_type: ClassVar[type[base.Instance]] = Server
+    install_type: ClassVar[type[Install]] = Install  # another member of the family (MySQL) has its own
     source_forms: ClassVar[str] = (
         "use 'system' or 'system:10.11' (Debian's prebuilt MariaDB), a version such as '10.11.19' or "
         "'debian:10.11.19' (Debian's source package), 'git:URL_OR_PATH@REF', 'tarball:PATH_OR_URL' or 'dir:PATH'"
@@ -81,7 +82,8 @@ class Mariadb(base.Engine):
         return config.unsafe_entry(setting)
 
     def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
-        return config.fit_to_version(diff, self.known_settings(install), install.short_version, optional)
+        known = self.known_settings(install)
+        return config.fit_to_version(diff, known, install.short_version, optional, title=self.title)
 
     def check_values(self, diff: ConfigDiff, install: base.Install, text: str) -> list[str]:
         """The config read by the install's mariadbd with `--verbose --help`, which exits without starting
@@ -93,7 +95,7 @@ class Mariadb(base.Engine):
         return values.check(diff, install, text)
 
     def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
-        return config.connection_limit(diff)
+        return config.connection_limit(diff, title=self.title)
 
     connection_task: ClassVar[str] = "a server thread"
 
@@ -111,9 +113,9 @@ class Mariadb(base.Engine):
         user: str | None,
         wrapper: list[str] | None = None,
     ) -> base.Instance:
-        if not isinstance(install, Install):
-            raise TypeError(f"not a MariaDB install: {install!r}")
-        return Server(install, home, config_name, config_text, user=user, wrapper=wrapper)
+        if not isinstance(install, self.install_type) or not issubclass(self.instance_type, Server):
+            raise TypeError(f"not a {self.title} install: {install!r}")
+        return self.instance_type(install, home, config_name, config_text, user=user, wrapper=wrapper)
 
     def stop_stale(self, datadir: Path) -> None:
         stop_stale(datadir)

@@ -115,17 +115,24 @@ def debian_major(package: str) -> int | None:
 
 def tree_version(tree: Path) -> str:
     """The upstream version a MariaDB source tree declares in its `VERSION` file, e.g. "10.11.19"."""
-    version_file = tree / "VERSION"
+    return declared_version(tree, ("VERSION",), "MariaDB")
+
+
+def declared_version(tree: Path, files: tuple[str, ...], title: str) -> str:
+    """The version a tree of the MySQL family declares as MYSQL_VERSION_MAJOR/_MINOR/_PATCH (and _EXTRA) lines,
+    in the first of `files` it has, beside a CMakeLists.txt."""
     fields: dict[str, str] = {}
-    if version_file.is_file():
-        for line in version_file.read_text(errors="replace").splitlines():
+    found = next((tree / f for f in files if (tree / f).is_file()), None)
+    if found is not None:
+        for line in found.read_text(errors="replace").splitlines():
             key, sep, value = line.partition("=")
             if sep:
                 fields[key.strip()] = value.strip()
     parts = [fields.get(f"MYSQL_VERSION_{k}", "") for k in ("MAJOR", "MINOR", "PATCH")]
     if not all(p.isdigit() for p in parts) or not (tree / "CMakeLists.txt").is_file():
+        named = " (or ".join(files) + ")" * (len(files) - 1)
         raise DbsweepError(
-            f"{tree} does not look like a MariaDB source tree: no VERSION file with MYSQL_VERSION_MAJOR, "
+            f"{tree} does not look like a {title} source tree: no {named} file with MYSQL_VERSION_MAJOR, "
             "_MINOR and _PATCH beside a CMakeLists.txt."
         )
     return ".".join(parts) + fields.get("MYSQL_VERSION_EXTRA", "")

@@ -4,14 +4,11 @@ read as MariaDB's; the load client speaks one protocol to both."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import ClassVar
 
 from dbsweep.build.recipe import Recipe
-from dbsweep.configdiff import ConfigDiff
 from dbsweep.engines import base
-from dbsweep.engines.mariadb import Mariadb, config
+from dbsweep.engines.mariadb import Mariadb
 from dbsweep.engines.mysql import install as installs
 from dbsweep.engines.mysql import source
 from dbsweep.engines.mysql.install import Install
@@ -27,6 +24,7 @@ class Mysql(Mariadb):
     # Builds measured here are in the README; starts as MariaDB's until measured.
     costs: ClassVar[base.Costs] = base.Costs(start_s=3.0, valgrind_starts_s=55.0, build_s=3000.0, lto_build_s=5000.0)
     instance_type: ClassVar[type[base.Instance]] = Server
+    install_type: ClassVar[type[Install]] = Install
     source_forms: ClassVar[str] = (
         "use a version such as '9.7.2' or 'debian:9.7.2' (Debian's source package), 'git:URL_OR_PATH@REF', "
         "'tarball:PATH_OR_URL' or 'dir:PATH' (there is no prebuilt MySQL here)"
@@ -50,27 +48,5 @@ class Mysql(Mariadb):
     def known_settings(self, install: base.Install) -> set[str]:
         return installs.known_settings(install)
 
-    unsafe_settings: ClassVar[Mapping[str, str]] = config.UNSAFE
-
-    def fit_to_install(self, diff: ConfigDiff, install: base.Install, optional: set[str]) -> tuple[str, list[str]]:
-        known = self.known_settings(install)
-        return config.fit_to_version(diff, known, install.short_version, optional, title=self.title)
-
-    def connection_limit(self, diff: ConfigDiff) -> tuple[int, str] | None:
-        return config.connection_limit(diff, title=self.title)
-
     def server_user(self) -> str | None:
         return installs.server_user()
-
-    def instance(
-        self,
-        install: base.Install,
-        home: Path,
-        config_name: str,
-        config_text: str,
-        user: str | None,
-        wrapper: list[str] | None = None,
-    ) -> base.Instance:
-        if not isinstance(install, Install):
-            raise TypeError(f"not a MySQL install: {install!r}")
-        return Server(install, home, config_name, config_text, user=user, wrapper=wrapper)

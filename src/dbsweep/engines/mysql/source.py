@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from dbsweep.engines.mariadb.source import BUILD_PRODUCTS as MARIADB_PRODUCTS
+from dbsweep.engines.mariadb.source import declared_version
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import BuildProducts, Naming
 
@@ -66,23 +67,8 @@ def debian_major(package: str) -> int | None:
 
 def tree_version(tree: Path) -> str:
     """The upstream version a MySQL source tree declares, e.g. "9.7.4": in `MYSQL_VERSION` (8.0.28 and later)
-    or `VERSION` (before), as MYSQL_VERSION_MAJOR/MINOR/PATCH lines."""
-    fields: dict[str, str] = {}
-    for name in ("MYSQL_VERSION", "VERSION"):
-        version_file = tree / name
-        if version_file.is_file():
-            for line in version_file.read_text(errors="replace").splitlines():
-                key, sep, value = line.partition("=")
-                if sep:
-                    fields[key.strip()] = value.strip()
-            break
-    parts = [fields.get(f"MYSQL_VERSION_{k}", "") for k in ("MAJOR", "MINOR", "PATCH")]
-    if not all(p.isdigit() for p in parts) or not (tree / "CMakeLists.txt").is_file():
-        raise DbsweepError(
-            f"{tree} does not look like a MySQL source tree: no MYSQL_VERSION (or VERSION) file with "
-            "MYSQL_VERSION_MAJOR, _MINOR and _PATCH beside a CMakeLists.txt."
-        )
-    return ".".join(parts) + fields.get("MYSQL_VERSION_EXTRA", "")
+    or `VERSION` (before)."""
+    return declared_version(tree, ("MYSQL_VERSION", "VERSION"), "MySQL")
 
 
 def is_mariadb(tree: Path) -> bool:
