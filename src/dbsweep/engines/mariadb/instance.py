@@ -413,8 +413,7 @@ class Server(servers.ServerInstance):
         self, database: str | None = DB_NAME, connect_timeout: float = 10, read_timeout: float | None = None
     ) -> Connection[Any]:
         return pymysql.connect(
-            host="127.0.0.1",
-            port=self.port,
+            **self._where(),
             user=DB_USER,
             password=self.password,
             database=database,
@@ -422,6 +421,10 @@ class Server(servers.ServerInstance):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
+
+    def _where(self) -> dict[str, Any]:
+        """Where dbsweep's own connections go: loopback TCP."""
+        return {"host": "127.0.0.1", "port": self.port}
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:

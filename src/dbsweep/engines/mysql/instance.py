@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pymysql
-from pymysql.connections import Connection
-
 from dbsweep import procs
 from dbsweep.engines.mariadb import instance as mariadb
 from dbsweep.engines.mariadb import stats
@@ -88,20 +85,10 @@ class Server(mariadb.Server):
 
     # ---- dbsweep's own connections
 
-    def connect(
-        self, database: str | None = DB_NAME, connect_timeout: float = 10, read_timeout: float | None = None
-    ) -> Connection[Any]:
-        """Over the private Unix socket: caching_sha2_password's first login sends the password in clear,
-        which MySQL allows over a socket only (over TCP it wants TLS or its RSA key)."""
-        return pymysql.connect(
-            unix_socket=str(self.socket_path),
-            user=DB_USER,
-            password=self.password,
-            database=database,
-            autocommit=True,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-        )
+    def _where(self) -> dict[str, Any]:
+        """The private Unix socket: caching_sha2_password's first login sends the password in clear, which MySQL
+        allows over a socket only (over TCP it wants TLS or its RSA key)."""
+        return {"unix_socket": str(self.socket_path)}
 
     def settings(self) -> list[dict[str, Any]]:
         """Settings the config or command line set, or that changed since start, as the running server reports
