@@ -4,6 +4,8 @@ one of which adds a loop to every statement step), built at -O1 and counted with
 - By instructions, the bisection names the commit that added the loop, re-verifies it against its parent and
   names the function; killed with SIGKILL midway, it resumes with no build and no finished probe repeated.
 - By QPS, with a cost far below what this machine's noise lets QPS see, it stops without naming a commit.
+- The same by instructions on a repository made from Postgres 15's tree, the loop in PortalRun: an opt-in slow
+  test (DBSWEEP_SLOW_TESTS=1; about seven builds of 3-4 min each, cold).
 
 The commits are the same on every run (fixed authors and dates), so their builds live in the test cache
 (DBSWEEP_TEST_CACHE): the first run on a machine builds seven commits (about 45 s each), later runs none.
@@ -29,6 +31,7 @@ pytestmark = pytest.mark.server
 
 CACHE = Path(os.environ.get("DBSWEEP_TEST_CACHE", "/var/tmp/dbsweep-test-cache"))
 CULPRIT = 8
+SLOW = os.environ.get("DBSWEEP_SLOW_TESTS") == "1"
 
 STUDY = """\
 name = "bis"
@@ -66,19 +69,18 @@ config = "wal_normal"
 """
 
 
-def _tree() -> Path:
-    engine = engine_named("sqlite")
-    return debian.resolve_debian("3.40.1", "3.40.1", CACHE / "sources", naming=engine.naming).path
+def _tree(engine: str = "sqlite", version: str = "3.40.1") -> Path:
+    return debian.resolve_debian(version, version, CACHE / "sources", naming=engine_named(engine).naming).path
 
 
-def _study(tmp: Path, repo: Path) -> Path:
+def _study(tmp: Path, repo: Path, text: str = STUDY) -> Path:
     ws = tmp / "ws"
     ws.mkdir()
     # The builds of the commits are kept in the test cache; the sources (the clone, the trees) are the test's.
     (CACHE / "builds").mkdir(parents=True, exist_ok=True)
     (ws / "builds").symlink_to(CACHE / "builds")
     path = tmp / "bis.toml"
-    path.write_text(STUDY.format(ws=ws, repo=repo))
+    path.write_text(text.format(ws=ws, repo=repo))
     return path
 
 
@@ -186,3 +188,30 @@ def test_bad_refs_are_refused_before_any_build(tmp: Path, repo: tuple[Path, list
     r = dbsweep("bisect", study, "--good", shas[0], "--bad", "main", "--steps", "read-write", check=False)
     assert r.returncode != 0 and "read-write" in r.stderr
     assert not (tmp / "ws" / "results.db").exists() or not _counts(tmp / "ws")
+
+
+POSTGRES = (
+    STUDY.replace('engine = "sqlite"', 'engine = "postgres"')
+    .replace('config = "wal_normal"', 'config = "cx10a_sb1g_c2r24"')
+    .replace("rows = 2000", "rows = 10000")
+)
+
+
+@pytest.mark.skipif(not SLOW, reason="about seven Postgres builds (3-4 min each, cold): set DBSWEEP_SLOW_TESTS=1")
+@pytest.mark.timeout(3600)
+def test_bisect_of_postgres_names_the_commit(tmp: Path) -> None:
+    """Postgres 15's tree, then 12 harmless commits, the eighth of which adds a loop of 2,000 turns to PortalRun:
+    the bisection by instructions names that commit, its parent is the last good one, and the function is on
+    top of the culprit's diff."""
+    path = CACHE / "bisect" / "postgres"
+    shas = make(_tree("postgres", "15.18"), path, CULPRIT, iterations=2000, engine="postgres")
+    study = _study(tmp, path, POSTGRES)
+    r = dbsweep("bisect", study, "--good", shas[0][:10], "--bad", "main", "--format", "json", timeout=3300)
+    answer = json.loads(r.stdout)
+    assert answer["state"] == "found", r.stdout + r.stderr
+    culprit = answer["culprit"]
+    assert culprit["sha"] == shas[CULPRIT] and culprit["parent"] == shas[CULPRIT - 1]
+    assert culprit["confirmed"] and culprit["verified"]["point-query_range=100"]["verdict"] == "slower"
+    assert "src/backend/tcop/pquery.c" in culprit["files"] and "loop in PortalRun" in culprit["subject"]
+    assert culprit["why"]["point-query_range=100"][0]["function"] == "bisectAddedCost"
+    assert all((p["outcome"] == "bad") == (p["index"] >= CULPRIT) for p in answer["probes"])
