@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbsweep import configdiff, configs, installs, machine, paths, placement, plan, unsafe
-from dbsweep.build import cache, compiler
+from dbsweep.build import bolt, cache, compiler
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
 from dbsweep.engines.registry import engine_named
@@ -266,7 +266,7 @@ class _Look:
 
     def _built(self, i: int, spec: str, kind: str, variant: recipes.Variant, copy: int = 0) -> Install | None:
         """The cached build's install, or None (noting the build as needed)."""
-        why = compiler.missing(variant.compiler, variant)
+        why = compiler.missing(variant.compiler, variant) or (bolt.missing() if variant.bolt else None)
         if why is not None:
             self.problems.append((f"targets[{i}].variant", f"variant {variant.name!r}: {why}"))
         problem, tree = self._source(spec, kind)

@@ -44,6 +44,10 @@ def test_builtin_variants_follow_the_method() -> None:
         "os": ("-Os", "", False),
         "pgo": ("-O2", "", True),
         "pgo_lto": ("-O2 -flto=auto", "-flto=auto", True),
+        # BOLT on the engine's own build, on the strongest one, and on PGO + LTO (test_bolt).
+        "bolt": ("", "-Wl,--emit-relocs", False),
+        "o3_native_lto_bolt": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto -Wl,--emit-relocs", False),
+        "pgo_lto_bolt": ("-O2 -flto=auto", "-flto=auto -Wl,--emit-relocs", True),
     }
     v = variants.builtin("def")
     assert RECIPE.options(v, "15.18") == ["--enable-debug", "--with-lz4"]
@@ -251,8 +255,11 @@ def test_only_what_a_benchmark_runs_is_built_and_installed(tree: SourceTree, tmp
     """The server and what it loads, initdb, pg_ctl, pg_config and psql, in src/Makefile's order; no ecpg, no
     dump, backup or upgrade tools, no tests; a configure option that adds a part (a PL, the JIT) adds its make."""
     phase = Phase(tree, variants.builtin("def"), "gcc", tmp_path, tmp_path / "p", tmp_path / "d", (), (), 2, True)
-    made = [s.argv for s in RECIPE.compile(phase)]
-    assert all(s.compiles for s in RECIPE.compile(phase))
+    headers, *parts = RECIPE.compile(phase)
+    # The generated headers before any part: with -j a part's compiles would not wait for them.
+    assert headers.argv == ("make", "-j2", "CC=ccache gcc", "-C", "src/backend", "generated-headers")
+    made = [s.argv for s in parts]
+    assert all(s.compiles for s in parts)
     assert made[0] == ("make", "-j2", "CC=ccache gcc", "-C", "src/common")
     dirs = [argv[-1] for argv in made]
     assert dirs.index("src/backend") < dirs.index("src/bin/initdb") and "src/pl/plpgsql" in dirs

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dbsweep import procs
+from dbsweep.build import bolt
 from dbsweep.build.compiler import Compiler, compiler_for
 from dbsweep.build.objects import Objects, Status, StatusFn
 from dbsweep.build.recipe import Failure, LogFn, Phase, ProgressFn, Recipe, Step, TrainingRun, major_version
@@ -205,6 +206,13 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
         "native_cpu": compiler.native_cpu,
         "training": recipe.training() if variant.pgo else None,
     }
+    if variant.bolt:  # only then: the keys of other builds stay what they were
+        t = bolt.tool()
+        material["bolt"] = {
+            "tool": t.version if t else None,
+            "options": bolt.options(t) if t else None,
+            "training": recipe.training(),
+        }
     if extras := recipe.extra_installs():  # only when there are any: other engines' keys stay as they were
         material["extra_installs"] = extras
     if copy:
@@ -264,6 +272,10 @@ def build(
         raise DbsweepError(f"variant name {variant.name!r} cannot name a build directory")
     if variant.pgo and variant.compiler_family != "gcc":
         raise DbsweepError(f"variant {variant.name!r}: profile-guided builds are supported with gcc only")
+    if variant.bolt and not recipe.supports_pgo:
+        raise DbsweepError(f"variant {variant.name!r}: {recipe.engine} builds have no training run for BOLT")
+    if variant.bolt:
+        bolt.require()
     if variant.pgo and not recipe.supports_pgo:
         raise DbsweepError(f"variant {variant.name!r}: {recipe.engine} has no profile-guided build")
     recipe.check_tree(tree)
@@ -376,6 +388,8 @@ class _Builder:
             with self.log_path.open("wb") as self.logf:
                 self._note(f"dbsweep build {self.name}\nkey {self.key}\nsource {self.tree.spec} at {self.tree.path}")
                 configure = self._pgo() if self.variant.pgo else self._plain()
+                if self.variant.bolt:
+                    self.extra["bolt"] = self._bolt()
             self.logf = None
             return self._finish(configure, time.monotonic() - started)
         except BaseException:
@@ -440,6 +454,91 @@ class _Builder:
             cmd = self._compile(use, span)
             self._install(use, span.part(0.92, 1.0))
         return cmd
+
+    def _bolt(self) -> dict[str, Any]:
+        """The staged install's binary rewritten by llvm-bolt: instrumented, trained in its place, then rewritten
+        with the merged profile (`build.bolt`). Returns what the build records of it."""
+        recipe, t = self.recipe, bolt.require()
+        install = self.stage / str(self.final / "install").lstrip("/")
+        target = install / recipe.artefact
+        bolt.check_relocations(target, recipe.artefact)
+        user = recipe.training_user()
+        self.stage_prefix = "BOLT "
+        with tempfile.TemporaryDirectory(prefix="dbsweep-bolt-") as d:
+            scratch = Path(d)
+            scratch.chmod(0o755)  # the training user runs the install from the stage and writes its profile here
+            profile = scratch / "profile"
+            profile.mkdir()
+            _chown_tree(profile, user)
+            instrumented = scratch / f"{target.name}.instrumented"
+            self.say("BOLT: instrumenting")
+            self.span(0.90, "BOLT: instrumenting")
+            skipped: list[str] = []
+            self._run_bolt(
+                "llvm-bolt -instrument",
+                lambda: bolt.instrument_command(t, target, instrumented, profile, skipped),
+                skipped,
+            )
+            original = target.with_name(f"{target.name}.before-bolt")
+            target.rename(original)
+            shutil.copy2(instrumented, target)
+            started = time.monotonic()
+            try:
+                run = TrainingRun(
+                    self.tree, install, scratch, user, self.span.part(0.90, 0.97), self.say, self._append_file
+                )
+                recipe.train(run)
+            finally:
+                target.unlink(missing_ok=True)
+                original.rename(target)
+            trained = round(time.monotonic() - started, 1)
+            files = bolt.profiles(profile)
+            self._note(f"BOLT profile: {len(files)} files in {profile}")
+            if not files:
+                raise DbsweepError(
+                    f"the BOLT training of {self.name} left no profile in {profile}: the instrumented "
+                    f"{recipe.artefact} wrote nothing when its processes exited; see {self.failed_log}"
+                )
+            merged = scratch / "merged.fdata"
+            self._run(Step("merge-fdata", (str(t.merge), *map(str, files), "-o", str(merged), "-q")))
+            rewritten = scratch / f"{target.name}.bolt"
+            self.say("BOLT: rewriting")
+            self.span(0.97, "BOLT: rewriting")
+            self._run_bolt("llvm-bolt", lambda: bolt.optimise_command(t, target, rewritten, merged, skipped), skipped)
+            mode = target.stat().st_mode
+            shutil.copyfile(rewritten, target)
+            target.chmod(mode)
+            return {
+                "tool": str(t.bolt),
+                "version": t.version,
+                "options": bolt.options(t),
+                "target": recipe.artefact,
+                "left_as_they_are": skipped,
+                "training": recipe.training(),
+                "training_seconds": trained,
+                "profile_files": len(files),
+                "profile_bytes": merged.stat().st_size,
+                "branch_sampling": "not used: instrumentation (perf record -j needs branch-sampling counters)",
+            }
+
+    def _run_bolt(self, what: str, argv: Callable[[], list[str]], skipped: list[str]) -> None:
+        """An llvm-bolt run; a function it says it cannot move is left as it is (`skipped`, recorded) and the
+        run is made again, up to bolt.MAX_SKIPPED functions."""
+        while True:
+            mark = self.log_path.stat().st_size
+            try:
+                self._run(Step(what, tuple(argv())))
+                return
+            except DbsweepError:
+                assert self.logf is not None
+                self.logf.flush()
+                with self.log_path.open("rb") as f:
+                    f.seek(mark)
+                    name = bolt.unmovable(f.read().decode(errors="replace"))
+                if name is None or name in skipped or len(skipped) >= bolt.MAX_SKIPPED:
+                    raise
+                skipped.append(name)
+                self._note(f"BOLT cannot move {name}: it is left as it is, and the run made again")
 
     # ---- phases
 

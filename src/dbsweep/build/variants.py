@@ -28,7 +28,9 @@ VAR_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 # them would silently fight the build.
 RESERVED_OPTIONS = ("--prefix", "--exec-prefix", "--bindir", "--libdir", "--srcdir", "--cache-file")
 RESERVED_VARS = ("CC", "CFLAGS", "LDFLAGS", "PROFILE", "COPT", "DESTDIR")
-TABLE_KEYS = ("name", "compiler", "cflags", "ldflags", "configure", "configure_vars", "pgo")
+TABLE_KEYS = ("name", "compiler", "cflags", "ldflags", "configure", "configure_vars", "pgo", "bolt")
+# What BOLT needs of the link: the relocations, kept in the binary.
+BOLT_LDFLAGS = ("-Wl,--emit-relocs",)
 
 _Complain = Callable[[str, str], None]  # (field, problem)
 
@@ -46,6 +48,8 @@ class Variant:
     configure_vars: tuple[tuple[str, str], ...] = ()
     pgo: bool = False
     description: str = ""
+    # The finished binary rewritten by llvm-bolt with a profile of the training workload (`build.bolt`).
+    bolt: bool = False
 
     @property
     def compiler_family(self) -> str:
@@ -78,6 +82,7 @@ class Variant:
             "pgo": self.pgo,
             # Only where there are any: the keys of the builds that have none stay what they were.
             **({"debug_cflags": list(self.debug_cflags)} if self.debug_cflags else {}),
+            **({"bolt": True} if self.bolt else {}),
         }
 
 
@@ -118,6 +123,24 @@ BUILTINS: dict[str, Variant] = {
             ldflags=_flags("-flto=auto"),
             pgo=True,
             description="-O2 + LTO, profile-guided (gcc)",
+        ),
+        # BOLT on top of the engine's own build, of the strongest portable-or-not build, and of PGO + LTO (the
+        # strongest build the seeds know), each trained on the PGO training workload.
+        Variant("bolt", ldflags=BOLT_LDFLAGS, bolt=True, description="the engine's own flags, then BOLT"),
+        Variant(
+            "o3_native_lto_bolt",
+            cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
+            ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
+            bolt=True,
+            description="o3_native_lto, then BOLT",
+        ),
+        Variant(
+            "pgo_lto_bolt",
+            cflags=_flags("-O2 -flto=auto"),
+            ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
+            pgo=True,
+            bolt=True,
+            description="pgo_lto, then BOLT",
         ),
     )
 }
@@ -206,12 +229,17 @@ def from_table(table: Mapping[str, Any], where: str = "variant") -> Variant:
     pgo = table.get("pgo", False)
     if not isinstance(pgo, bool):
         bad("pgo", f"must be true or false, not {pgo!r}")
+    bolt = table.get("bolt", False)
+    if not isinstance(bolt, bool):
+        bad("bolt", f"must be true or false, not {bolt!r}")
+    elif bolt:
+        ldflags = (*ldflags, *(f for f in BOLT_LDFLAGS if f not in ldflags))
     elif pgo and isinstance(compiler, str) and compiler.startswith("clang"):
         bad("pgo", "profile-guided builds are supported with gcc only")
     if problems:
         raise StudyError(problems)
-    assert isinstance(name, str) and isinstance(compiler, str) and isinstance(pgo, bool)
-    return Variant(name, compiler, cflags, ldflags, configure, configure_vars, pgo)
+    assert isinstance(name, str) and isinstance(compiler, str) and isinstance(pgo, bool) and isinstance(bolt, bool)
+    return Variant(name, compiler, cflags, ldflags, configure, configure_vars, pgo, bolt=bolt)
 
 
 def _flag_list(value: Any, fieldname: str, bad: _Complain) -> tuple[str, ...]:

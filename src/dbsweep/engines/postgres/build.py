@@ -135,9 +135,15 @@ class PostgresRecipe(Recipe):
 
     def compile(self, phase: Phase) -> list[Step]:
         make = ("make", f"-j{phase.jobs}", *_make_vars(phase))
+        # The generated headers first, as src/Makefile makes them: a part asks for them itself, but beside its
+        # own compiles, so with -j a compile could start before utils/errcodes.h was there.
+        headers = Step("make the generated headers", (*make, "-C", "src/backend", "generated-headers"))
         return [
-            Step(f"make in src/{part}", (*make, "-C", f"src/{part}"), compiles=True)
-            for part in self.parts(phase.variant, phase.tree.version)
+            headers,
+            *(
+                Step(f"make in src/{part}", (*make, "-C", f"src/{part}"), compiles=True)
+                for part in self.parts(phase.variant, phase.tree.version)
+            ),
         ]
 
     def install(self, phase: Phase) -> list[Step]:

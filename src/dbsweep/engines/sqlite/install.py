@@ -4,8 +4,9 @@ read through ctypes), so the record is the truth of the file the load client ope
 
 from __future__ import annotations
 
-import ctypes
+import json
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -43,26 +44,33 @@ class Install(base.Install):
         return self.bin("sqlite3")
 
 
+# Asks a library what it is, in a child process (stdout: JSON).
+_ASK = """
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.sqlite3_libversion.restype = ctypes.c_char_p
+lib.sqlite3_sourceid.restype = ctypes.c_char_p
+lib.sqlite3_compileoption_get.restype = ctypes.c_char_p
+lib.sqlite3_compileoption_get.argtypes = [ctypes.c_int]
+options = []
+while (opt := lib.sqlite3_compileoption_get(len(options))) is not None:
+    options.append(opt.decode())
+print(json.dumps({"library_version": lib.sqlite3_libversion().decode(),
+                  "source_id": lib.sqlite3_sourceid().decode(), "compile_options": options}))
+"""
+
+
 @cache
 def library_facts(path: str) -> dict[str, Any]:
-    """What a library says of itself: version, source id, compile options. Loads it in this process (it is
-    only asked, never used on a database)."""
-    try:
-        lib = ctypes.CDLL(path)
-        lib.sqlite3_libversion.restype = ctypes.c_char_p
-        lib.sqlite3_sourceid.restype = ctypes.c_char_p
-        lib.sqlite3_compileoption_get.restype = ctypes.c_char_p
-        lib.sqlite3_compileoption_get.argtypes = [ctypes.c_int]
-    except (OSError, AttributeError) as e:
-        raise DbsweepError(f"{path} is not an SQLite library that can be loaded: {e}") from None
-    options: list[str] = []
-    while (opt := lib.sqlite3_compileoption_get(len(options))) is not None:
-        options.append(opt.decode())
-    return {
-        "library_version": lib.sqlite3_libversion().decode(),
-        "source_id": lib.sqlite3_sourceid().decode(),
-        "compile_options": options,
-    }
+    """What a library says of itself: version, source id, compile options. Loaded in a child process, never in
+    dbsweep's: a library being built (an instrumented one, which writes a profile when its process exits) or a
+    broken one must not stay mapped into, or crash, the process that measures."""
+    r = subprocess.run([sys.executable, "-c", _ASK, path], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        words = (r.stderr.strip().splitlines() or ["it could not be loaded"])[-1]
+        raise DbsweepError(f"{path} is not an SQLite library that can be loaded: {words}")
+    facts: dict[str, Any] = json.loads(r.stdout)
+    return facts
 
 
 def system_library() -> Path | None:

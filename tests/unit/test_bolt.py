@@ -1,0 +1,73 @@
+"""BOLT variants without building an engine: the variants and their keys, the relocations a rewrite needs (checked
+on a real binary linked with and without them), the commands, and the tool's absence named with its package."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dbsweep.build import bolt, cache, variants
+from dbsweep.build.compiler import Compiler
+from dbsweep.engines.postgres.build import RECIPE
+from dbsweep.errors import DbsweepError
+from dbsweep.sources import SourceTree
+
+GCC = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+
+
+def test_the_bolt_variants_keep_their_relocations_and_train() -> None:
+    for name, base in (("bolt", "def"), ("o3_native_lto_bolt", "o3_native_lto"), ("pgo_lto_bolt", "pgo_lto")):
+        v, b = variants.builtin(name), variants.builtin(base)
+        assert v.bolt and not b.bolt and v.cflags == b.cflags and v.pgo == b.pgo, name
+        assert v.ldflags == (*b.ldflags, "-Wl,--emit-relocs"), name
+        assert v.recipe()["bolt"] is True and "bolt" not in b.recipe()
+    mine = variants.from_table({"name": "mine", "cflags": "-O3", "bolt": True})
+    assert mine.bolt and mine.ldflags == ("-Wl,--emit-relocs",)
+    with pytest.raises(DbsweepError, match="bolt: must be true or false"):
+        variants.from_table({"name": "mine", "bolt": "yes"})
+
+
+def test_bolt_is_in_the_key(tmp_path: Path) -> None:
+    tree = SourceTree("15.18", "debian", tmp_path, "15.18", "sha256:" + "1" * 64)
+    plain = variants.Variant("x", ldflags=("-Wl,--emit-relocs",))
+    with_bolt = variants.Variant("x", ldflags=("-Wl,--emit-relocs",), bolt=True)
+    assert cache.cache_key(RECIPE, tree, plain, GCC) != cache.cache_key(RECIPE, tree, with_bolt, GCC)
+
+
+def _binary(tmp_path: Path, *ldflags: str) -> Path:
+    src = tmp_path / "main.c"
+    src.write_text("int twice(int x) { return 2 * x; }\nint main(void) { return twice(0); }\n")
+    out = tmp_path / ("with" if ldflags else "without")
+    subprocess.run(["gcc", "-O2", str(src), "-o", str(out), *ldflags], check=True)
+    return out
+
+
+def test_a_binary_without_relocations_is_refused_with_the_flag_that_fixes_it(tmp_path: Path) -> None:
+    with_relocs = _binary(tmp_path, "-Wl,--emit-relocs")
+    assert bolt.has_relocations(with_relocs)
+    bolt.check_relocations(with_relocs, "bin/with")
+    without = _binary(tmp_path)
+    assert not bolt.has_relocations(without)
+    with pytest.raises(DbsweepError, match=r"BOLT cannot rewrite bin/postgres: .* Link it with -Wl,--emit-relocs"):
+        bolt.check_relocations(without, "bin/postgres")
+
+
+def test_the_commands_and_the_options_by_version(tmp_path: Path) -> None:
+    t19 = bolt.Tool(Path("/usr/bin/llvm-bolt-19"), Path("/usr/bin/merge-fdata-19"), "LLVM version 19.1.7")
+    t16 = bolt.Tool(Path("/usr/bin/llvm-bolt-16"), Path("/usr/bin/merge-fdata-16"), "LLVM version 16.0.6")
+    assert "--reorder-functions=cdsort" in bolt.options(t19) and "--reorder-functions=hfsort" in bolt.options(t16)
+    assert "--update-debug-sections" in bolt.options(t19)  # valgrind's line numbers stay true
+    inst = bolt.instrument_command(t19, tmp_path / "postgres", tmp_path / "i", tmp_path / "p")
+    assert inst[:3] == ["/usr/bin/llvm-bolt-19", str(tmp_path / "postgres"), "-instrument"]
+    assert f"--instrumentation-file={tmp_path / 'p' / 'prof'}" in inst and "--instrumentation-file-append-pid" in inst
+    opt = bolt.optimise_command(t19, tmp_path / "postgres", tmp_path / "o", tmp_path / "m.fdata")
+    assert opt[2:5] == ["-o", str(tmp_path / "o"), f"--data={tmp_path / 'm.fdata'}"]
+
+
+def test_no_llvm_bolt_is_named_with_its_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bolt, "tool", lambda: None)
+    assert bolt.missing() == "llvm-bolt is not installed; install it with `apt-get install bolt-19`"
+    with pytest.raises(DbsweepError, match="a BOLT variant needs llvm-bolt"):
+        bolt.require()
