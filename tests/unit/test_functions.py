@@ -455,6 +455,28 @@ def test_diff_matches_a_function_across_builds_that_name_or_place_it_differently
     assert fx.matching_key(("f.isra.0.cold", "???")) == ("f", "???")
 
 
+def test_a_function_without_a_file_is_matched_by_its_name() -> None:
+    """Code BOLT moved has no file under valgrind (`???`, or `<built-in>` from DWARF it misreads): it is the base's
+    function of that name where the base has one such function, and keeps its own key where the name is not
+    unique."""
+    base = prof(fc("sqlite3VdbeExec", 1000), fc("walChecksumBytes", 500))
+    base[("dup", "a.c")] = FunctionCost("dup", "a.c", 1, None, 10, None)
+    base[("dup", "b.c")] = FunctionCost("dup", "b.c", 1, None, 10, None)
+    target = {
+        ("sqlite3VdbeExec", "???"): FunctionCost("sqlite3VdbeExec", "???", None, None, 990, None),
+        ("walChecksumBytes", "<built-in>"): FunctionCost("walChecksumBytes", "<built-in>", 7, None, 520, None),
+        ("dup", "???"): FunctionCost("dup", "???", None, None, 5, None),
+    }
+    got = {(c.function, c.file): (c.base_self, c.target_self) for c in fx.diff(base, target)}
+    assert got == {
+        ("sqlite3VdbeExec", "x.c"): (1000, 990),
+        ("walChecksumBytes", "x.c"): (500, 520),
+        ("dup", "a.c"): (10, 0),  # two files of that name in the base: no match by name
+        ("dup", "b.c"): (10, 0),
+        ("dup", "???"): (0, 5),
+    }
+
+
 @pytest.mark.parametrize(
     ("name", "merged"),
     [

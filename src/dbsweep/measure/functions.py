@@ -27,13 +27,15 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 Tool = Literal["cachegrind", "callgrind"]
 Key = tuple[str, str]  # (function, file)
 NO_FILE = "???"  # valgrind's file name for code without debug info
+# File names that say nothing of where a function is: no debug information, or DWARF valgrind misreads.
+UNKNOWN_FILES = frozenset({"", NO_FILE, "<built-in>"})
 
 _NEGLIGIBLE = 0.01  # per-operation Ir below which a function is not worth keeping: rounding, not code
 
@@ -524,7 +526,7 @@ def source_path(file: str) -> str:
     workspace's absolute path of the build (`.../sources/debian/postgresql-15_15.18-0+deb12u1/tree/src/...`
     or `.../builds/.tmp-<key>/build/src/...`); a relative path (a Debian package's `./build/../src/...`) is
     normalised. `???` (no debug information) and a path outside any build stay as they are."""
-    if file in ("", NO_FILE):
+    if file in UNKNOWN_FILES:
         return file
     rel = _BUILD_ROOT.sub("", file)
     return posixpath.normpath(rel) if rel != file or not rel.startswith("/") else rel
@@ -583,7 +585,7 @@ def diff(
     across the builds by `matching_key`, and named as the target names them."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
-    base, target = _matched(base), _matched(target)
+    base, target = _by_name_where_unknown(_matched(base), _matched(target))
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
     changes = []
@@ -610,6 +612,31 @@ def diff(
     if total:
         changes = [_with_share(c, c.delta_self / total) for c in changes]
     return changes
+
+
+def _by_name_where_unknown(
+    base: dict[Key, FunctionCost], target: dict[Key, FunctionCost]
+) -> tuple[dict[Key, FunctionCost], dict[Key, FunctionCost]]:
+    """A function one build knows no file of (code BOLT moved, a build without debug information) matched to the
+    other build's function of that name, where the other has exactly one: both then stand under the key that
+    names the file."""
+
+    def rekeyed(side: dict[Key, FunctionCost], other: dict[Key, FunctionCost]) -> dict[Key, FunctionCost]:
+        named: dict[str, list[Key]] = {}
+        for k in other:
+            if k[1] not in UNKNOWN_FILES:
+                named.setdefault(k[0], []).append(k)
+        out: dict[Key, FunctionCost] = {}
+        for k, c in side.items():
+            known = named.get(k[0], [])
+            if k[1] in UNKNOWN_FILES and k not in other and len(known) == 1 and known[0] not in side:
+                moved = replace(c, file=other[known[0]].file)
+                out[known[0]] = _one(known[0], [out[known[0]], moved]) if known[0] in out else moved
+            else:
+                out[k] = c
+        return out
+
+    return rekeyed(base, target), rekeyed(target, base)
 
 
 def _with_share(c: FunctionChange, share: float) -> FunctionChange:
