@@ -456,24 +456,28 @@ def test_diff_matches_a_function_across_builds_that_name_or_place_it_differently
 
 
 def test_a_function_without_a_file_is_matched_by_its_name() -> None:
-    """Code BOLT moved has no file under valgrind (`???`, or `<built-in>` from DWARF it misreads): it is the base's
-    function of that name where the base has one such function, and keeps its own key where the name is not
-    unique."""
-    base = prof(fc("sqlite3VdbeExec", 1000), fc("walChecksumBytes", 500))
-    base[("dup", "a.c")] = FunctionCost("dup", "a.c", 1, None, 10, None)
-    base[("dup", "b.c")] = FunctionCost("dup", "b.c", 1, None, 10, None)
+    """Code BOLT moved has no file under valgrind (`???`, or `<built-in>` from DWARF it misreads): such a function
+    is compared by its name, every entry of it on each side (its inlined headers', its cold fragment's) added up
+    under the file of its costliest entry."""
+    base = prof(fc("sqlite3VdbeExec", 1000), fc("walChecksumBytes", 500), fc("untouched", 7))
+    base[("hash_bytes", "pg_bitutils.h")] = FunctionCost("hash_bytes", "pg_bitutils.h", 1, None, 300, None)
     target = {
         ("sqlite3VdbeExec", "???"): FunctionCost("sqlite3VdbeExec", "???", None, None, 990, None),
         ("walChecksumBytes", "<built-in>"): FunctionCost("walChecksumBytes", "<built-in>", 7, None, 520, None),
-        ("dup", "???"): FunctionCost("dup", "???", None, None, 5, None),
+        # Its cold fragment kept its file: the moved part adds to it.
+        ("walChecksumBytes", "x.c"): FunctionCost("walChecksumBytes", "x.c", 9, None, 3, None),
+        ("hash_bytes", "???"): FunctionCost("hash_bytes", "???", None, None, 1027, None),
+        ("untouched", "x.c"): FunctionCost("untouched", "x.c", 1, None, 7, None),
+        ("nowhere", "???"): FunctionCost("nowhere", "???", None, None, 5, None),
     }
+    base[("hash_bytes", "hashfn.c")] = FunctionCost("hash_bytes", "hashfn.c", 1, None, 725, None)
     got = {(c.function, c.file): (c.base_self, c.target_self) for c in fx.diff(base, target)}
     assert got == {
         ("sqlite3VdbeExec", "x.c"): (1000, 990),
-        ("walChecksumBytes", "x.c"): (500, 520),
-        ("dup", "a.c"): (10, 0),  # two files of that name in the base: no match by name
-        ("dup", "b.c"): (10, 0),
-        ("dup", "???"): (0, 5),
+        ("walChecksumBytes", "x.c"): (500, 523),
+        ("hash_bytes", "hashfn.c"): (1025, 1027),  # the header's inlined part and the file's, added
+        ("nowhere", "???"): (0, 5),  # no file anywhere: as it is
+        ("untouched", "x.c"): (7, 7),
     }
 
 

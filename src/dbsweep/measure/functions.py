@@ -617,26 +617,29 @@ def diff(
 def _by_name_where_unknown(
     base: dict[Key, FunctionCost], target: dict[Key, FunctionCost]
 ) -> tuple[dict[Key, FunctionCost], dict[Key, FunctionCost]]:
-    """A function one build knows no file of (code BOLT moved, a build without debug information) matched to the
-    other build's function of that name, where the other has exactly one: both then stand under the key that
-    names the file."""
+    """A function one build knows no file of, for some of its code (code BOLT moved, a build without debug
+    information), is compared by its name: on both sides its entries (one per file its code came from, inlined
+    headers included) add up under one key, which names the file of its costliest entry that has one."""
+    blind = {k[0] for side in (base, target) for k in side if k[1] in UNKNOWN_FILES}
+    if not blind:
+        return base, target
+    costliest: dict[str, FunctionCost] = {}
+    for side in (base, target):
+        for k, c in side.items():
+            known = k[0] in blind and k[1] not in UNKNOWN_FILES
+            if known and (k[0] not in costliest or abs(c.self_ir) > abs(costliest[k[0]].self_ir)):
+                costliest[k[0]] = c
 
-    def rekeyed(side: dict[Key, FunctionCost], other: dict[Key, FunctionCost]) -> dict[Key, FunctionCost]:
-        named: dict[str, list[Key]] = {}
-        for k in other:
-            if k[1] not in UNKNOWN_FILES:
-                named.setdefault(k[0], []).append(k)
+    def folded(side: dict[Key, FunctionCost]) -> dict[Key, FunctionCost]:
         out: dict[Key, FunctionCost] = {}
         for k, c in side.items():
-            known = named.get(k[0], [])
-            if k[1] in UNKNOWN_FILES and k not in other and len(known) == 1 and known[0] not in side:
-                moved = replace(c, file=other[known[0]].file)
-                out[known[0]] = _one(known[0], [out[known[0]], moved]) if known[0] in out else moved
-            else:
-                out[k] = c
+            top = costliest.get(k[0])
+            if k[0] in blind and top is not None:
+                k, c = matching_key(top.key), replace(c, file=top.file)
+            out[k] = _one(k, [out[k], c]) if k in out else c
         return out
 
-    return rekeyed(base, target), rekeyed(target, base)
+    return folded(base), folded(target)
 
 
 def _with_share(c: FunctionChange, share: float) -> FunctionChange:
