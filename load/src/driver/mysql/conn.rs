@@ -597,6 +597,17 @@ mod tests {
         (h[3], p)
     }
 
+    /// Logs in as bob over `stream` against the fake server `fake`: the login leaves an open connection, and
+    /// nothing is counted lost when the server has finished and both ends close.
+    fn logs_in<T>(stream: Stream, fake: thread::JoinHandle<T>, lost: &'static Lost) {
+        let c = Conn::start_recording(stream, "bob", "db", "secret", lost).unwrap();
+        assert!(!c.is_closed());
+        let s = fake.join().unwrap();
+        drop(c);
+        drop(s);
+        assert_eq!(lost.count(), 0);
+    }
+
     /// The auth response in a HandshakeResponse41 from this client to MariaDB, and its database.
     fn auth_of(response: &[u8]) -> (Vec<u8>, String) {
         // The one MariaDB extension asked for: cached metadata.
@@ -1043,12 +1054,7 @@ mod tests {
             server
         });
         static LOST_HERE: Lost = Lost::new();
-        let c = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE).unwrap();
-        assert!(!c.is_closed());
-        let s = fake.join().unwrap();
-        drop(c);
-        drop(s);
-        assert_eq!(LOST_HERE.count(), 0);
+        logs_in(Stream::Tcp(client), fake, &LOST_HERE);
     }
 
     #[test]
@@ -1063,11 +1069,7 @@ mod tests {
             server
         });
         static LOST_HERE: Lost = Lost::new();
-        let c = Conn::start_recording(Stream::unix(client), "bob", "db", "secret", &LOST_HERE).unwrap();
-        assert!(!c.is_closed());
-        drop(fake.join().unwrap());
-        drop(c);
-        assert_eq!(LOST_HERE.count(), 0);
+        logs_in(Stream::unix(client), fake, &LOST_HERE);
     }
 
     #[test]
@@ -1099,11 +1101,7 @@ mod tests {
             server
         });
         static LOST_HERE: Lost = Lost::new();
-        let c = Conn::start_recording(Stream::Tcp(client), "bob", "db", "secret", &LOST_HERE).unwrap();
-        assert!(!c.is_closed());
-        drop(fake.join().unwrap());
-        drop(c);
-        assert_eq!(LOST_HERE.count(), 0);
+        logs_in(Stream::Tcp(client), fake, &LOST_HERE);
     }
 
     #[test]
