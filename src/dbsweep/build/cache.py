@@ -518,7 +518,9 @@ class _Builder:
                 "training_seconds": trained,
                 "profile_files": len(files),
                 "profile_bytes": merged.stat().st_size,
-                "branch_sampling": "not used: instrumentation (perf record -j needs branch-sampling counters)",
+                # Why instrumentation: sampling (perf record -j) needs branch-sampling counters.
+                "branch_sampling": "available" if bolt.perf_branch_sampling() else "not available on this machine",
+                "profile_kind": "instrumentation",
             }
 
     def _run_bolt(self, what: str, argv: Callable[[], list[str]], skipped: list[str]) -> None:

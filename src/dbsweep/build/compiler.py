@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from dbsweep.build.variants import Variant
+from dbsweep.build.variants import LLVM_TOOLS, Variant
 from dbsweep.errors import DbsweepError
 
 
@@ -38,7 +38,8 @@ def missing(compiler: str, variant: Variant | None = None) -> str | None:
     if variant is None:
         return None
     _, dash, version = compiler.partition("-")
-    tools = [v for _, v in variant.configure_vars] if variant.compiler_family == "clang" else []
+    clang = variant.compiler_family == "clang"
+    tools = [v for k, v in variant.configure_vars if k in LLVM_TOOLS] if clang else []
     if "-fuse-ld=lld" in variant.ldflags:
         tools.append(f"ld.lld{dash}{version}")
     absent = [t for t in tools if shutil.which(t) is None]

@@ -29,6 +29,8 @@ VAR_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 RESERVED_OPTIONS = ("--prefix", "--exec-prefix", "--bindir", "--libdir", "--srcdir", "--cache-file")
 RESERVED_VARS = ("CC", "CFLAGS", "LDFLAGS", "PROFILE", "COPT", "DESTDIR")
 TABLE_KEYS = ("name", "compiler", "cflags", "ldflags", "configure", "configure_vars", "pgo", "bolt")
+# The configure variables a clang LTO build sets to LLVM's own tools (`llvm-ar-16`, ...).
+LLVM_TOOLS = ("AR", "RANLIB", "NM")
 # What BOLT needs of the link: the relocations, kept in the binary.
 BOLT_LDFLAGS = ("-Wl,--emit-relocs",)
 
@@ -183,7 +185,7 @@ def _llvm_lto(variant: Variant) -> Variant:
     plugin Debian does not set up, so the archives are made by the LLVM tools of the compiler's version and the
     link by lld. What the variant sets itself stays."""
     _, dash, version = variant.compiler.partition("-")
-    tools = {k: f"llvm-{k.lower()}{dash}{version}" for k in ("AR", "RANLIB", "NM")}
+    tools = {k: f"llvm-{k.lower()}{dash}{version}" for k in LLVM_TOOLS}
     given = dict(variant.configure_vars)
     configure_vars = (*variant.configure_vars, *((k, v) for k, v in tools.items() if k not in given))
     ldflags = (

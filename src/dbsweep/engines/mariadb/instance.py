@@ -214,6 +214,8 @@ class Server(servers.ServerInstance):
     # The section of the option file the server reads (a MySQL server reads [mysqld] instead).
     option_group: ClassVar[str] = "mariadbd"
     enabled_metrics: ClassVar[str] = stats.MARIADB_METRICS
+    # What dbsweep's section sets beside where everything is (before the config diff, which may undo it).
+    own_settings: ClassVar[tuple[str, ...]] = ()
 
     @property
     def datadir(self) -> Path:
@@ -330,6 +332,7 @@ class Server(servers.ServerInstance):
         ]
         if config.uses_rocksdb(self.config_text) and not config.loads_rocksdb(self.config_text):
             lines.append(f"plugin_load_add = {ROCKSDB_PLUGIN}")
+        lines += list(self.own_settings)
         lines += ["", f"# ---- dbsweep: config diff {self.config_name} ----", section, self.config_text.rstrip()]
         if self.wrapper:
             lines += ["", "# ---- dbsweep: what the server needs to run under a wrapper (valgrind) ----", section]

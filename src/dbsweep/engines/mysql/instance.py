@@ -41,6 +41,7 @@ class Server(mariadb.Server):
     aborting: ClassVar[re.Pattern[str]] = _ABORTING
     option_group: ClassVar[str] = "mysqld"
     enabled_metrics: ClassVar[str] = stats.MYSQL_METRICS
+    own_settings: ClassVar[tuple[str, ...]] = ("local_infile = ON",)  # off by default from MySQL 8
     quiet_config: ClassVar[str] = "\n".join(
         line for line in mariadb.Server.quiet_config.splitlines() if not line.startswith("ssl ")
     )
@@ -76,12 +77,6 @@ class Server(mariadb.Server):
             user=self.user,
         )
         self._check_bootstrap("mysqld --initialize-insecure", r)
-
-    def defaults_text(self, port: int) -> str:
-        text = super().defaults_text(port)
-        # After dbsweep's lines and before the config diff's: a diff may still turn it off.
-        first_diff = text.index("\n# ---- dbsweep: config diff")
-        return text[:first_diff] + "\nlocal_infile = ON" + text[first_diff:]
 
     # ---- dbsweep's own connections
 
