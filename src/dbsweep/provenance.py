@@ -5,6 +5,7 @@ rebuilt to resume."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from pathlib import Path
@@ -99,3 +100,32 @@ def host_facts(workspace: Path) -> dict[str, Any]:
         "workspace_fs": _filesystem(workspace),
         "tuning": tuning.read_tuning().as_dict(),
     }
+
+
+# What tells one binary from another in a result's record, besides a build's key (which covers them all).
+_BUILD_FACTS = ("source_identity", "version", "compiler_version", "cc", "cflags", "ldflags", "configure", "recipe")
+
+
+def build_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """How the binary `new` (an install's provenance) differs from the one a stored result recorded (`old`),
+    one phrase per fact; empty when it is the same. A build is the same when its key is (the key covers the
+    source, recipe, flags and compiler); a record without a key (a prebuilt install, an older result) is
+    compared by the facts both records have."""
+    new = json.loads(json.dumps(new, default=str))  # as the stored record was written: lists, not tuples
+    facts = [k for k in _BUILD_FACTS if k in old and k in new and old[k] != new[k]]
+    phrases = [phrase for k in facts for phrase in _differences(k, old[k], new[k])]
+    if old.get("build_key") and new.get("build_key"):
+        if old["build_key"] == new["build_key"]:
+            return []
+        # The key also covers what the record does not show: the recipe's options, the training workload.
+        return phrases or [f"build key {old['build_key'][:12]} → {new['build_key'][:12]}: the recipe's options differ"]
+    return phrases
+
+
+def _differences(name: str, a: Any, b: Any) -> list[str]:
+    """`name a → b`, or for two records (a recipe), the same of each of their entries that differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b), key=str)
+        return [p for k in keys if a.get(k) != b.get(k) for p in _differences(f"{name}.{k}", a.get(k), b.get(k))]
+    x, y = str(a), str(b)
+    return [f"{name} {x} → {y}" if len(x) + len(y) < 100 else f"{name} differs"]

@@ -232,6 +232,7 @@ class Runner:
             # Every build happens before any step runs: never benchmark while building.
             labels = {k.target for k in todo} | set(counts) | set(profiles)
             prepared = {label: self._prepare(self.study.target(label), progress) for label in sorted(labels)}
+        self._same_builds(run_id, prepared)
         self.cell_log = CellLog(self.console, [self.suite.cell_seconds(k.step) for k in todo])
         with self._progress() as progress:
             overall = progress.add_task("cells", total=len(todo), unit="cells")
@@ -257,6 +258,23 @@ class Runner:
         if profiles:
             self._profile(run_id, profiles, prepared, target_ids)
         return out
+
+    def _same_builds(self, run_id: int, prepared: dict[str, Prepared | str]) -> None:
+        """Refuses to go on when a target's binary is no longer the one its stored results of this run were
+        measured with (a source branch that moved, another compiler release, a changed recipe, an upgraded
+        package): the run's figures would mix two builds under one name."""
+        stored = self.store.builds_measured(run_id)
+        for label, ready in prepared.items():
+            if isinstance(ready, str):
+                continue
+            for old in stored.get(label, []):
+                changes = provenance.build_changes(old, ready.install.provenance)
+                if changes:
+                    raise DbsweepError(
+                        f"target {label!r} is no longer the build its results in run {run_id} were measured with "
+                        f"({'; '.join(changes)}), so its figures would mix two builds; run with --fresh to start "
+                        "a new run."
+                    )
 
     def _canary(self, run_id: int, rep: int, progress: Progress) -> None:
         """Times the canary before round `rep`'s first group and stores it. No server runs now: every group

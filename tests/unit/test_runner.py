@@ -12,14 +12,14 @@ import pytest
 
 from dbsweep import plan, say
 from dbsweep.engines import registry as engines
-from dbsweep.errors import StudyError
+from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.results.model import CellKey
 from dbsweep.results.store import Store
 from dbsweep.runner import Outcome, Runner, open_run, store_path
 from dbsweep.study import Study, load_study
 from dbsweep.suites import registry as suites
 
-from .standin import Cell, Script, Standin, StandinSuite, in_process, registered
+from .standin import Cell, Script, Standin, StandinRecipe, StandinSuite, in_process, registered
 
 STUDY = """\
 name = "standin-study"
@@ -200,3 +200,33 @@ def test_the_stand_ins_are_known_inside_their_block_only(tmp_path: Path) -> None
         load_study(path)
     assert any("engine: 'standin' is not allowed; expected 'postgres', 'sqlite'" in p for p in e.value.problems)
     assert any("is not a suite; have: sysbench, ibench, dbbench" in p for p in e.value.problems)
+
+
+def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: Script
+) -> None:
+    """b is built from a tree; once the recipe makes another binary of it, the rounds still to run would mix it
+    with the results of the build before: the run refuses, naming the target and what changed."""
+    from .test_probes import make_repo
+
+    in_process(tmp_path, monkeypatch)
+    repo = tmp_path / "repo"
+    make_repo(repo, [100])
+    path = tmp_path / "study.toml"
+    text = STUDY.format(workspace=tmp_path / "ws").replace("repeats = 2", "repeats = 1")
+    path.write_text(text + 'source = "git:' + str(repo) + '@main"\n')
+    study = load_study(path)
+    out, _ = run(study)
+    assert out.done == 6
+    script.seen.clear()
+    run(study, repeats=2, targets={"b"})  # the same build: a round added and resumed as before
+    assert [c.rep for c in script.seen] == [2, 2, 2]
+
+    # The recipe now derives another option for the build (a newer dbsweep; a compiler release would do the same).
+    monkeypatch.setattr(StandinRecipe, "options", lambda self, variant, version: ["--with-more"])
+    script.seen.clear()
+    refused = r"target 'b' is no longer the build its results in run 1 were measured with \(build key \w{12} → \w{12}"
+    with pytest.raises(DbsweepError, match=refused):
+        run(study, repeats=3)
+    assert script.seen == []  # refused before any step
+    assert len(stored(study)) == 9  # and nothing it had was lost

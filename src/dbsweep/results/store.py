@@ -573,6 +573,28 @@ class Store:
             out[(name, step)] = d
         return out
 
+    def builds_measured(self, run_id: int) -> dict[str, list[dict[str, Any]]]:
+        """target -> the distinct records of what produced its stored results (the engine part of its done
+        cells' provenance, and the `build` of its counts), oldest first: a resumed run checks them against what
+        it would measure now."""
+        out: dict[str, list[dict[str, Any]]] = {}
+
+        def add(name: str, record: object) -> None:
+            if isinstance(record, dict) and record and record not in out.setdefault(name, []):
+                out[name].append(record)
+
+        for name, data in self.db.execute(
+            "SELECT t.name, p.data FROM cells c JOIN targets t ON t.id = c.target_id "
+            "JOIN provenance p ON p.id = c.provenance_id WHERE c.run_id = ? AND c.status = 'done' "
+            "GROUP BY t.name, c.provenance_id ORDER BY MIN(c.id)",
+            (run_id,),
+        ):
+            add(str(name), json.loads(data).get("engine"))
+        for (name, _step), d in self.instruction_counts(run_id).items():
+            if not d.get("error"):
+                add(name, d.get("build"))
+        return out
+
     def counts(self, run_id: int) -> dict[tuple[str, str], Count]:
         """(target, step) -> the typed instruction count (`results.counts.Count`) of a run."""
         return {(t, s): Count.from_stored(t, s, d) for (t, s), d in self.instruction_counts(run_id).items()}
