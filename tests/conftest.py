@@ -65,12 +65,12 @@ maintenance_seconds = 0
 
 [[targets]]
 name = "a"
-source = "system"
+source = "{source}"
 config = "{config_a}"
 
 [[targets]]
 name = "b"
-source = "system"
+source = "{source}"
 config = "{config_b}"
 """
 
@@ -93,6 +93,7 @@ def write_study(directory: Path, name: str = "t", **kw: object) -> Path:
         "steps": '["point-query"]',
     }
     params.update(kw)
+    params.setdefault("source", sourcebuilds.study_source(str(params["engine"]), Path(str(params["workspace"]))))
     path = directory / f"{name}.toml"
     path.write_text(STUDY.format(**params))
     return path

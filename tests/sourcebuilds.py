@@ -41,3 +41,17 @@ def source_install(engine_name: str) -> Install:
     if found is None:
         found = cache.build(recipe, tree, variant, CACHE / "builds")
     return found.install
+
+
+def study_source(engine_name: str, workspace: Path) -> str:
+    """What a test study's targets name as their source: `system` (the prebuilt install), or for an engine without
+    one, its test version, with the workspace's sources and builds in the test cache (the build made first)."""
+    if not needs_source_build(engine_name):
+        return "system"
+    source_install(engine_name)
+    workspace.mkdir(parents=True, exist_ok=True)
+    for part in ("sources", "builds"):
+        link = workspace / part
+        if not link.is_symlink():
+            link.symlink_to(CACHE / part)
+    return VERSIONS[engine_name]

@@ -89,7 +89,9 @@ def server_version_line(server: Path) -> str:
 def known_settings(install: base.Install) -> set[str]:
     """The names of every option this server binary knows (lower case, `_` for `-`), with MyRocks's when the
     install has the plugin (its options exist only once it is loaded)."""
-    plugin_dir = install.plugin_dir if isinstance(install, Install) else install.bindir.parent / "lib" / "plugin"
+    if isinstance(install, Install):  # a member of the family (MySQL's) names its own server
+        return set(known_options(install.server, install.plugin_dir, install.has_rocksdb))
+    plugin_dir = install.bindir.parent / "lib" / "plugin"
     return set(known_options(install.bin("mariadbd"), plugin_dir, (plugin_dir / ROCKSDB_PLUGIN).is_file()))
 
 
