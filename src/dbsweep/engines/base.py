@@ -96,6 +96,10 @@ class Instance(ABC):
     # instruction count is then taken per thread, and those threads are the foreground; the others (timers,
     # background flushing) are counted apart, since their work follows the clock rather than the statements.
     client_thread_functions: ClassVar[tuple[str, ...]] = ()
+    # Whether a count may run the server and its client in lockstep (`placement.Lockstep`: one CPU, one fixed
+    # real-time priority). A server whose threads wait for each other by spinning cannot: the spinning thread
+    # never lets the one it waits for run, and the count runs under the normal scheduler, pinned all the same.
+    lockstep: ClassVar[bool] = True
 
     @property
     @abstractmethod

@@ -479,11 +479,12 @@ class _Pass:
 
 def hold(instance: Instance, cpus: frozenset[int]) -> frozenset[int]:
     """Pins a started server's processes to `cpus` and, for a `placement.Lockstep`, gives them its fixed
-    priority. Returns the CPUs its client runs on: the same, or a plain set when the priority was refused."""
+    priority. Returns the CPUs its client runs on: the same, or a plain set when the priority was refused or the
+    server cannot run at it (`Instance.lockstep`)."""
     if instance.pid is None:
         return cpus
     placement.pin_tree(instance.pid, cpus)
-    if isinstance(cpus, placement.Lockstep) and not placement.lockstep_tree(instance.pid):
+    if isinstance(cpus, placement.Lockstep) and (not instance.lockstep or not placement.lockstep_tree(instance.pid)):
         return frozenset(cpus)
     return cpus
 
