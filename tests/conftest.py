@@ -517,6 +517,22 @@ def own_configs(tmp: Path, engine: str, shipped: str, **written: str) -> dict[st
     return {"DBSWEEP_CONFIGS": str(tmp / "configs")}
 
 
+def logging_study(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch, engine: str, shipped: str, logging: str, extra: str = ""
+) -> Path:
+    """A two-target study counted by instructions, two counts at once (a CPU each): a runs the shipped config
+    (as `plain`), b the same with `logging` appended (as `logged`); `extra` goes into [measure]."""
+    from dbsweep.engines.registry import engine_named
+
+    base = (ROOT / "configs" / engine / f"{shipped}{engine_named(engine).config_suffix}").read_text()
+    env = own_configs(tmp, engine, shipped, plain=base, logged=base + logging)
+    monkeypatch.setenv("DBSWEEP_CONFIGS", env["DBSWEEP_CONFIGS"])
+    study = write_study(tmp, engine=engine, rows=2000, seconds=1, warmup=0, config_a="plain", config_b="logged")
+    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
+    study.write_text(study.read_text() + measure + extra)
+    return study
+
+
 def stored_cells(ws: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
     """Every stored cell of the workspace `ws` in order: (target, step, clients, status, its summary or {})."""
     db = sqlite3.connect(ws / "results.db")

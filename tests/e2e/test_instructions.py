@@ -29,6 +29,7 @@ from ..conftest import (
     count_system_step,
     dbsweep,
     interruptible,
+    logging_study,
     own_dir,
     processes_under,
     start_run,
@@ -237,18 +238,10 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
     run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;
     where perf can sample, the HTML report has the flame graphs."""
-    configs = tmp / "configs" / "postgres"
-    configs.mkdir(parents=True)
-    base = (ROOT / "configs" / "postgres" / "cx10a_c2r24.conf").read_text()
-    (configs / "plain.conf").write_text(base)
-    (configs / "logged.conf").write_text(base + "\nlog_statement = 'all'\n")
-    monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp / "configs"))
-    study = write_study(tmp, rows=2000, seconds=1, warmup=0, config_a="plain", config_b="logged")
     perf = profile.detect()
     extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
     # Two counts at once, a CPU each: the verdict and the functions are the same as one at a time.
-    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
-    study.write_text(study.read_text() + measure + extra)
+    study = logging_study(tmp, monkeypatch, "postgres", "cx10a_c2r24", "\nlog_statement = 'all'\n", extra)
     run = dbsweep("run", study)
     # In a log (stderr is not a terminal here), a line per count as per cell.
     assert re.search(r"\[\d+/\d+\] b point-query_range=100 instructions: [\d,]+ instructions per event", run.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from .. import sourcebuilds
-from ..conftest import ROOT, dbsweep, write_study
+from ..conftest import dbsweep, logging_study
 
 pytestmark = [
     pytest.mark.server,
@@ -24,15 +24,8 @@ pytestmark = [
 
 def test_a_study_counts_a_logging_config_slower_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sourcebuilds.source_install("mysql")  # skipped, saying why, unless slow tests are asked for
-    configs = tmp / "configs" / "mysql"
-    configs.mkdir(parents=True)
-    base = (ROOT / "configs" / "mysql" / "cz12a_c2r24.cnf").read_text()
-    (configs / "plain.cnf").write_text(base)
-    (configs / "logged.cnf").write_text(base + "\ngeneral_log = ON\ngeneral_log_file = general.log\n")
-    monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp / "configs"))
-    study = write_study(tmp, engine="mysql", rows=2000, seconds=1, warmup=0, config_a="plain", config_b="logged")
-    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
-    study.write_text(study.read_text() + measure)
+    logged = "\ngeneral_log = ON\ngeneral_log_file = general.log\n"
+    study = logging_study(tmp, monkeypatch, "mysql", "cz12a_c2r24", logged)
     run = dbsweep("run", study, timeout=1800)
     assert "4 cells done, 0 failed" in run.stdout, run.stdout + run.stderr
     data = json.loads(dbsweep("report", study, "--format", "json").stdout)
