@@ -23,12 +23,22 @@ import shutil
 import sqlite3
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from dbsweep.engines.base import Access, Engine, Install, Instance
 from dbsweep.engines.registry import engine_named
+
+
+def merged(recorded: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """(text, calls, rows) summed per text: a record that keeps a statement in several entries (per execution,
+    per connection, per PREPARE and EXECUTE) as the contract reads it, once per statement."""
+    out: dict[str, tuple[int, int]] = {}
+    for text, calls, rows in recorded:
+        c, n = out.get(text, (0, 0))
+        out[text] = (c + calls, n + rows)
+    return [(q, calls, n) for q, (calls, n) in out.items()]
 
 
 class Support(ABC):
@@ -621,15 +631,10 @@ class SqliteSupport(Support):
         applies on every connection) and its reads of the catalog (sqlite_master) are left out. Every client
         opens the instance's own database file, so `database` must be None."""
         assert database is None, "the load client records what it ran, whatever the file"
-        merged: dict[str, tuple[int, int]] = {}
-        for line in self._capture(instance).read_text().splitlines():
-            d = json.loads(line)
-            text = re.sub(r"\?\d+", "?", d["sql"])
-            if re.match(r"\s*PRAGMA\b", text, re.IGNORECASE) or "sqlite_master" in text:
-                continue
-            calls, rows = merged.get(text, (0, 0))
-            merged[text] = (calls + int(d["calls"]), rows + int(d["rows"]))
-        return [(q, calls, n) for q, (calls, n) in merged.items() if calls > 0]
+        lines = [json.loads(line) for line in self._capture(instance).read_text().splitlines()]
+        texts = [(re.sub(r"\?\d+", "?", d["sql"]), int(d["calls"]), int(d["rows"])) for d in lines]
+        kept = [t for t in texts if not (re.match(r"\s*PRAGMA\b", t[0], re.IGNORECASE) or "sqlite_master" in t[0])]
+        return [(q, calls, n) for q, calls, n in merged(kept) if calls > 0]
 
     def housekeeping(self, text: str) -> bool:
         return re.search(r"sqlite_master|sqlite_schema|^\s*PRAGMA\b", text, re.IGNORECASE) is not None
@@ -869,15 +874,12 @@ class MariadbSupport(Support):
             "SELECT sql_text, rows_sent, rows_affected FROM mysql.slow_log WHERE db = %s",
             (database or DB_NAME,),
         )
-        merged: dict[str, tuple[int, int]] = {}
-        for text, sent, affected in rows:
-            sql = text.decode() if isinstance(text, bytes) else str(text)
-            if "slow_log" in sql or self.housekeeping(sql):
-                continue
-            key = self._LITERAL.sub("?", sql.strip())
-            calls, n = merged.get(key, (0, 0))
-            merged[key] = (calls + 1, n + int(sent) + int(affected))
-        return [(q, calls, n) for q, (calls, n) in merged.items()]
+        texts = [(t.decode() if isinstance(t, bytes) else str(t), int(sent) + int(hit)) for t, sent, hit in rows]
+        return merged(
+            (self._LITERAL.sub("?", sql.strip()), 1, n)
+            for sql, n in texts
+            if "slow_log" not in sql and not self.housekeeping(sql)
+        )
 
     def housekeeping(self, text: str) -> bool:
         return (
@@ -991,16 +993,12 @@ class MysqlSupport(MariadbSupport):
             "FROM performance_schema.events_statements_summary_by_digest WHERE SCHEMA_NAME = %s",
             (database or DB_NAME,),
         )
-        merged: dict[str, tuple[int, int]] = {}
-        for digest, sample, calls, n in rows:
-            if re.match(r"(PREPARE|DEALLOCATE)\b", str(digest or "")):
-                continue
-            sql = self._LITERAL.sub("?", str(sample or "").strip())
-            if "events_statements" in sql or self.housekeeping(sql):
-                continue
-            c, total = merged.get(sql, (0, 0))
-            merged[sql] = (c + int(calls), total + int(n))
-        return [(q, calls, n) for q, (calls, n) in merged.items()]
+        executed = [
+            (self._LITERAL.sub("?", str(sample or "").strip()), int(calls), int(n))
+            for digest, sample, calls, n in rows
+            if not re.match(r"(PREPARE|DEALLOCATE)\b", str(digest or ""))
+        ]
+        return merged(t for t in executed if "events_statements" not in t[0] and not self.housekeeping(t[0]))
 
     def damage(self, datadir: Path) -> None:
         (datadir / "mysql.ibd").unlink()  # the system tables: the server refuses to start without them

@@ -479,12 +479,11 @@ class _Pass:
 
 def hold(instance: Instance, cpus: frozenset[int]) -> frozenset[int]:
     """Pins a started server's processes to `cpus` and, for a `placement.Lockstep`, gives them its fixed
-    priority. Returns the CPUs its client runs on: the same, or a plain set when the priority was refused or the
-    server cannot run at it (`Instance.lockstep`)."""
+    priority. Returns the CPUs its client runs on: the same, or a plain set when the priority was refused."""
     if instance.pid is None:
         return cpus
     placement.pin_tree(instance.pid, cpus)
-    if isinstance(cpus, placement.Lockstep) and (not instance.lockstep or not placement.lockstep_tree(instance.pid)):
+    if isinstance(cpus, placement.Lockstep) and not placement.lockstep_tree(instance.pid):
         return frozenset(cpus)
     return cpus
 
@@ -696,8 +695,9 @@ def lockstep_for(engine: Engine, cpus: frozenset[int]) -> frozenset[int]:
     """`cpus` as a count of this engine runs on them: in lockstep for a server, whose client runs beside it;
     plain for an engine counted inside its client (SQLite, db_bench), whose threads share the one CPU under
     valgrind: at a fixed priority the thread that never blocks (a read of an in-process database) would keep
-    the CPU from the timer thread that ends a timed run, and the run would never end."""
-    return cpus if engine.kind == "server" else frozenset(cpus)
+    the CPU from the timer thread that ends a timed run, and the run would never end. Plain too for a server
+    that cannot run at a fixed priority (`Instance.lockstep`)."""
+    return cpus if engine.kind == "server" and engine.instance_type.lockstep else frozenset(cpus)
 
 
 def events_to_count(step: str, probed: int) -> int:

@@ -173,7 +173,7 @@ def count_reads(
     try:
         t0 = time.monotonic()
         reused = ins.pristine(instance, install, load, home, say, client)
-        session = _Session(instance, tool, home, client, cpus)
+        session = _Session(instance, tool, home, client, ins.lockstep_for(engine, cpus))
         say(f"{len(steps)} reads on one server: starting it under valgrind and warming it")
         session.start(tables)
         setup_s = time.monotonic() - t0
