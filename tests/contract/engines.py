@@ -100,6 +100,9 @@ class Support(ABC):
     record_slack: ClassVar[float] = 0.0
     # Whether the benchmark database takes disk space before any table is made (a catalog, a file of its own).
     empty_database_on_disk: ClassVar[bool] = True
+    # The server's setting for where it writes temporary files, if it has one outside its data directory: it must
+    # be the instance's own (a MariaDB or MySQL server starting deletes every `#sql*` file of its tmpdir).
+    tmpdir_setting: ClassVar[str | None] = None
     # The fields the engine adds to every step's `detail`, beside the suite's own.
     engine_detail: ClassVar[frozenset[str]] = frozenset()
     # Whether a CHAR(n) column gives its values back blank-padded to n (SQL's char; SQLite keeps the text, MariaDB
@@ -675,6 +678,7 @@ class MariadbSupport(Support):
     configs = ("cz12a_c2r24", "za4_c2r24")
     small_config = "innodb_buffer_pool_size = 128M\n"
     small_setting = "innodb_buffer_pool_size"
+    tmpdir_setting = "tmpdir"
     # An unsigned option given a negative value: the server says so before it opens its log (on stderr, which
     # dbsweep sends to the log too), and stops.
     out_of_range: ClassVar[tuple[str, tuple[str, ...]]] = (

@@ -41,7 +41,11 @@ def test_init_start_probe_stop_remove(engine: Engine, support: Support, tmp: Pat
             pid = instance.pid
             assert pid is not None and psutil.pid_exists(pid) and pid == mark.pid
         assert instance.server_version().startswith(install.short_version), (instance.server_version(), install)
-        assert any(s["name"] == support.small_setting for s in instance.settings()), instance.settings()
+        settings = {s["name"]: s for s in instance.settings()}
+        assert support.small_setting in settings, settings
+        if support.tmpdir_setting is not None:
+            tmpdir = Path(str(settings[support.tmpdir_setting]["setting"]))
+            assert tmpdir.is_relative_to(instance.home) and tmpdir.stat().st_mode & 0o077 == 0, tmpdir
         assert instance.statistics()
         size = instance.data_bytes()
         assert size is not None and (size > 0 if support.empty_database_on_disk else size == 0), size

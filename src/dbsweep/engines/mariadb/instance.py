@@ -6,6 +6,8 @@ Every instance's home holds:
                   /etc/mysql is never read): a [mariadbd] section with where everything is, then the diff
     data/         the data directory, with the server's PID file (mariadbd.pid)
     sock/         a private directory (0700) for the server's Unix socket (or one in /tmp, for a long path)
+    tmp/          the server's tmpdir (0700): a server starting deletes every `#sql*` file of its tmpdir, so
+                  in a shared /tmp one server's start removed another's temporary tables mid-bootstrap
     password      the generated password of the user `dbsweep` (0600)
     server.log    the server's error log and whatever it writes before it opens it
 
@@ -328,6 +330,7 @@ class Server(servers.ServerInstance):
             f"socket = {sock}",
             f"pid_file = {self.datadir / PID_FILE}",
             f"log_error = {self.log}",
+            f"tmpdir = {self.tmpdir}",
             "skip_name_resolve",
         ]
         if config.uses_rocksdb(self.config_text) and not config.loads_rocksdb(self.config_text):
@@ -353,7 +356,13 @@ class Server(servers.ServerInstance):
             out["innodb_buffer_pool_size_max"] = pool.value if pool is not None else DEFAULT_BUFFER_POOL
         return out
 
+    @property
+    def tmpdir(self) -> Path:
+        return self.home / "tmp"
+
     def _write_defaults(self, port: int) -> None:
+        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
+        servers.chown(self.tmpdir, self.user)
         self.defaults_file.write_text(self.defaults_text(port))
         self.defaults_file.chmod(0o644)
         servers.chown(self.defaults_file, self.user)
