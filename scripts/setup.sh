@@ -29,6 +29,7 @@ packages=(
   rocksdb-tools                                                 # RocksDB: Debian's db_bench
   libgflags-dev libsnappy-dev libbz2-dev                        # building db_bench from source (with lz4, zstd, zlib above)
   chromium fonts-dejavu-core                                    # the HTML report's test renders it headless
+  slurm-client slurmctld slurmd munge                           # studies through Slurm; the tests run a private cluster
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -57,6 +58,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -d /run/systemd/system ] && systemctl is-enabled --quiet mariadb.service 2>/dev/null; then
     systemctl disable --now --quiet mariadb.service
   fi
+  # Slurm's and munge's daemons too, when this setup installed them: the tests start a private cluster of their
+  # own; a machine that is part of a cluster had them installed and configured before.
+  for svc in munge slurmctld slurmd; do
+    if [[ " ${missing[*]} " == *" $svc "* ]] && [ -d /run/systemd/system ]; then
+      systemctl disable --now --quiet "$svc.service" 2>/dev/null || true
+    fi
+  done
 fi
 
 if ! getent passwd dbsweep >/dev/null; then

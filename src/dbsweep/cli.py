@@ -164,6 +164,14 @@ def run(
     from dbsweep.runner import Runner, open_run
 
     s = _study(study, workspace)
+    if s.hosts.scheduler == "slurm":
+        if target or counts_only or until_decided or keep_data:
+            raise DbsweepError(
+                "--target, --counts-only, --until-decided and --keep-data are for a study run here; this study runs "
+                "through Slurm (hosts.scheduler), a job per round and class."
+            )
+        _run_batch(s, fresh=fresh, rerun_failed=rerun_failed)
+        return
     if counts_only and not s.measure.instructions:
         raise DbsweepError(f"{study}: --counts-only: the study counts no instructions (measure.instructions).")
     if counts_only and until_decided:
@@ -217,6 +225,54 @@ def run(
                 raise typer.Exit(1)
         finally:
             store.close()
+
+
+def _run_batch(s: Study, *, fresh: bool, rerun_failed: bool) -> None:
+    """A study through Slurm: its rounds submitted per server class, merged as they finish, then each class's
+    report."""
+    from dbsweep.hosts import batch
+    from dbsweep.report import data as report_data
+    from dbsweep.report import terminal
+    from dbsweep.runner import open_run
+
+    with writing(s.workspace_dir):
+        store = _open_store(s, must_exist=False)
+        try:
+            runs = {c.name: open_run(s.of_class(c.name), store, fresh) for c in s.hosts.classes}
+            try:
+                outcome = batch.Submission(s, store, err.print, rerun_failed=rerun_failed).run(runs)
+            except KeyboardInterrupt:
+                err.print("interrupted: the study's jobs are cancelled; merged rounds are kept, run again to continue.")
+                raise typer.Exit(130) from None
+            if outcome.merged == 0 and outcome.failed == 0:
+                console.print("Nothing to submit: every round of every class has its results.")
+            else:
+                console.print(
+                    f"{outcome.merged} jobs merged ({outcome.cells} cells), {outcome.failed} ended without their round."
+                )
+            for c in s.hosts.classes:
+                sub = s.of_class(c.name)
+                terminal.render(report_data.gather(sub, store, runs[c.name]), console)
+            if outcome.failed:
+                raise typer.Exit(1)
+        finally:
+            store.close()
+
+
+@app.command(hidden=True)
+def job(
+    spec: Annotated[Path, typer.Argument(help="The job's job.json, written when it was submitted.")],
+) -> None:
+    """Run one round of one server class of a study, as a batch job on its node (dbsweep run submits these)."""
+    from dbsweep.hosts import batch
+
+    try:
+        result = batch.run_job(spec, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: servers stopped; the round stays pending.")
+        raise typer.Exit(130) from None
+    done, failed = result["done"], result["failed"]
+    console.print(f"round {result['round']} of {result['class']}: {done} cells done, {failed} failed")
 
 
 @app.command()
@@ -355,8 +411,7 @@ def _print_count_aa(c: Study, counted: dict[tuple[str, str], Count]) -> None:
 
 @app.command()
 def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
-    """Show which cells are done, failed or pending."""
-    from dbsweep import plan
+    """Show which cells are done, failed or pending (and, for a study run through Slurm, its jobs)."""
     from dbsweep.runner import store_path
 
     s = _study(study, workspace)
@@ -364,29 +419,70 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
     p = store_path(s)
     store = _open_store(s, must_exist=False, read_only=True) if p.exists() and not is_blank(p) else None
     try:
-        latest = store.latest_run(s.title) if store else None
-        stored = store.statuses(latest[0]) if store and latest else {}
-        table = Table(title=f"{s.title}: run {latest[0] if latest else '(none yet)'}", title_justify="left")
-        for col in ("target", "step", "clients", "rep", "status", "error"):
-            table.add_column(col)
-        counts = {"done": 0, "failed": 0, "pending": 0}
-        for key in plan.cells(s):
-            st, error = stored.get(key, ("pending", None))
-            counts[st] += 1
-            style = {"done": "green", "failed": "red", "pending": "yellow"}[st]
-            table.add_row(
-                key.target,
-                key.step,
-                str(key.clients),
-                str(key.repetition),
-                say.styled(st, style),
-                (error or "").splitlines()[0][:80] if error else "",
-            )
-        console.print(table)
-        console.print(f"done {counts['done']}, failed {counts['failed']}, pending {counts['pending']}")
+        if s.hosts.scheduler == "slurm":
+            for c in s.hosts.classes:
+                _status_table(s.of_class(c.name), store)
+            _jobs_table(s, store)
+        else:
+            _status_table(s, store)
     finally:
         if store is not None:
             store.close()
+
+
+def _jobs_table(s: Study, store: Store | None) -> None:
+    """The study's batch jobs, with where Slurm has those still queued."""
+    from dbsweep.hosts import slurm
+    from dbsweep.results import jobs
+
+    records = jobs.of_study(store, s.title) if store else []
+    if not records:
+        console.print("No job submitted yet.")
+        return
+    live: dict[str, tuple[str, str]] = {}
+    try:
+        live = slurm.queued(j.job_id for j in records if j.state == "submitted")
+    except DbsweepError as e:
+        err.print(say.styled(f"Slurm's queue not read: {e}", "yellow"))
+    table = Table(title=f"{s.title}: jobs", title_justify="left")
+    for col in ("class", "round", "job", "state", "since", "note"):
+        table.add_column(col)
+    counts: dict[str, int] = {}
+    for j in records:
+        state = j.state
+        if state == "submitted":
+            q = live.get(j.job_id)
+            state = q[0].lower() if q else "finished, not merged"
+        counts[state] = counts.get(state, 0) + 1
+        note = (j.note or "").splitlines()[0][:60] if j.note else ""
+        table.add_row(j.cls, str(j.repetition), j.job_id, state, (j.ended_at or j.submitted_at)[:19], note)
+    console.print(table)
+    console.print(", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+def _status_table(s: Study, store: Store | None) -> None:
+    from dbsweep import plan
+
+    latest = store.latest_run(s.title) if store else None
+    stored = store.statuses(latest[0]) if store and latest else {}
+    table = Table(title=f"{s.title}: run {latest[0] if latest else '(none yet)'}", title_justify="left")
+    for col in ("target", "step", "clients", "rep", "status", "error"):
+        table.add_column(col)
+    counts = {"done": 0, "failed": 0, "pending": 0}
+    for key in plan.cells(s):
+        st, error = stored.get(key, ("pending", None))
+        counts[st] += 1
+        style = {"done": "green", "failed": "red", "pending": "yellow"}[st]
+        table.add_row(
+            key.target,
+            key.step,
+            str(key.clients),
+            str(key.repetition),
+            say.styled(st, style),
+            (error or "").splitlines()[0][:80] if error else "",
+        )
+    console.print(table)
+    console.print(f"done {counts['done']}, failed {counts['failed']}, pending {counts['pending']}")
 
 
 FormatOpt = Annotated[
@@ -428,6 +524,10 @@ def report(
             "point-1, point-2, range-1, range-2 and writes.",
         ),
     ] = None,
+    server_class: Annotated[
+        str | None,
+        typer.Option("--class", help="For a study run through Slurm: the server class to report (default: each)."),
+    ] = None,
 ) -> None:
     """Report a study's results: QPS and rQPS with verdicts, group summaries, cost per operation, provenance."""
     from dbsweep.report import data as report_data
@@ -437,15 +537,37 @@ def report(
     s = _study(study, workspace)
     if groups is not None:
         s = s.regrouped(groups)
+    subs = _classes_of(s, server_class)
+    if len(subs) > 1 and (fmt != "terminal" or out is not None):
+        names = ", ".join(c.name for c in s.hosts.classes)
+        raise DbsweepError(f"{study} runs on server classes ({names}): name the one to report with --class.")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
-        rid = run_id if run_id is not None else _latest_run(s, store, study)
-        if not store.target_ids(rid):
-            raise DbsweepError(f"no run {rid} of {s.title} in {store.path}")
-        data = report_data.gather(s, store, rid, series=fmt == "html")
-        _written(emit(data, fmt, out, console))
+        for sub in subs:
+            rid = run_id if run_id is not None else _latest_run(sub, store, study)
+            if not store.target_ids(rid):
+                raise DbsweepError(f"no run {rid} of {sub.title} in {store.path}")
+            data = report_data.gather(sub, store, rid, series=fmt == "html")
+            _written(emit(data, fmt, out, console))
     finally:
         store.close()
+
+
+def _classes_of(s: Study, name: str | None) -> list[Study]:
+    """The study as each of its server classes ran it (one study of its own per class), or as it is when it runs
+    here."""
+    if s.hosts.scheduler != "slurm":
+        if name is not None:
+            raise DbsweepError(f"--class: {s.path} runs here, not on server classes (hosts.scheduler).")
+        return [s]
+    if name is None:
+        return [s.of_class(c.name) for c in s.hosts.classes]
+    try:
+        s.server_class(name)
+    except KeyError:
+        have = ", ".join(c.name for c in s.hosts.classes)
+        raise DbsweepError(f"--class: {s.path} has no server class {name!r}; it has: {have}.") from None
+    return [s.of_class(name)]
 
 
 def _step_named(study: Study, name: str, option: str) -> str:

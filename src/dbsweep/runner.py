@@ -175,6 +175,8 @@ class Runner:
         only: Collection[str] | None = None,
         counts_only: bool = False,
         count_steps: Collection[str] | None = None,
+        rounds: Collection[int] | None = None,
+        where: dict[str, Any] | None = None,
     ) -> None:
         self.study = study
         self.store = store
@@ -186,7 +188,8 @@ class Runner:
         self.serverless = self.engine.kind != "server"  # no server process: its data is one file or directory
         self.suite = study.bench
         self.user = self.engine.server_user()
-        self.host = provenance.host_facts(study.workspace_dir)
+        # Where the cells ran, beyond the host's own facts (a batch job's node, class and job id).
+        self.host = {**provenance.host_facts(study.workspace_dir), **(where or {})}
         self.load_version = loadclient.version()
         self.repeats: int | None = None  # set per call of run(): extra rounds of --until-decided
         self.cell_log = CellLog(console, [])
@@ -197,6 +200,9 @@ class Runner:
         self.counts_only = counts_only
         # Only these steps' counts (a bisection counts the steps it follows, not the load before them).
         self.count_steps = set(count_steps) if count_steps is not None else None
+        # Only these rounds' cells (a batch job runs one round); the counts and profiles, which are per target and
+        # not per round, go with round 1.
+        self.rounds = set(rounds) if rounds is not None else None
         try:
             self.cpus = placement.assign(study.measure.placement)
         except ValueError as e:
@@ -211,6 +217,8 @@ class Runner:
         wanted = targets if self.only is None else (self.only if targets is None else targets & self.only)
         status = self.store.statuses(run_id)
         planned = [] if self.counts_only else plan.cells(self.study, repeats, wanted)
+        if self.rounds is not None:
+            planned = [k for k in planned if k.repetition in self.rounds]
         todo: list[CellKey] = []
         for key in planned:
             st = status.get(key)
@@ -218,8 +226,9 @@ class Runner:
                 todo.append(key)
             elif st[0] == "failed":
                 out.skipped_failed += 1
-        counts = self._not_countable(run_id, self._instructions_todo(run_id)) if targets is None else {}
-        profiles = self._profiles_todo(run_id) if targets is None and not self.counts_only else {}
+        per_target = targets is None and (self.rounds is None or 1 in self.rounds)
+        counts = self._not_countable(run_id, self._instructions_todo(run_id)) if per_target else {}
+        profiles = self._profiles_todo(run_id) if per_target and not self.counts_only else {}
         if not todo and not counts and not profiles:
             return out
         if len(planned) > len(todo):  # a resume: the estimate above was the whole study's

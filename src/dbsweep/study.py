@@ -156,6 +156,35 @@ class Measure(_Strict):
     profile_seconds: PositiveInt = 10
 
 
+class ServerClass(_Strict):
+    """A class of server the study runs on through a batch scheduler: the nodes of a partition, or those with a
+    feature (`constraint`), and the size the class's configs are written for (`profile`, cores and GB of RAM:
+    c8r32 is 8 cores and 32 GB)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=40)]
+    partition: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")] | None = None
+    constraint: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.&|-]*$")] | None = None
+    profile: Annotated[str, Field(pattern=r"^c[1-9][0-9]*r[1-9][0-9]*$")] | None = None
+
+    @property
+    def cores(self) -> int | None:
+        return int(self.profile[1:].split("r")[0]) if self.profile else None
+
+    @property
+    def memory_gb(self) -> int | None:
+        return int(self.profile.split("r")[1]) if self.profile else None
+
+
+class Hosts(_Strict):
+    """Where the study runs: here (`local`), or through Slurm, a job per round and server class, each with a
+    node to itself (`hosts.slurm`)."""
+
+    scheduler: Literal["local", "slurm"] = "local"
+    classes: list[ServerClass] = []
+    # Seconds between two looks at the queue while jobs run.
+    poll_seconds: Annotated[float, Field(gt=0, le=600)] = 5.0
+
+
 class Study(_Strict):
     name: Annotated[str, Field(pattern=NAME_RE, max_length=80)] | None = None
     description: str = ""
@@ -172,6 +201,7 @@ class Study(_Strict):
     variants: list[VariantSpec] = []
     suite: SuiteTable
     measure: Measure = Measure()
+    hosts: Hosts = Hosts()
     # The targets, in their order, are a series (versions, commits, compiler releases): the reports add each
     # step's trend over them and where it changed (`verdicts.series`). They may differ in one field only.
     series: bool = False
@@ -204,6 +234,17 @@ class Study(_Strict):
     @property
     def title(self) -> str:
         return self.name or self.path.stem
+
+    def of_class(self, name: str) -> Study:
+        """The study as one server class runs it: its results are a study of their own in the store
+        (`TITLE.CLASS`), so every ratio stays within one class."""
+        return self.model_copy(update={"name": f"{self.title}.{name}"})
+
+    def server_class(self, name: str) -> ServerClass:
+        for c in self.hosts.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)
 
     @property
     def workspace_dir(self) -> Path:
@@ -270,6 +311,8 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
         "targets": Target,
         "variants": VariantSpec,
         "measure": Measure,
+        "hosts": Hosts,
+        "classes": ServerClass,
     }
     for part in loc[:-1]:
         model = nested.get(part, model)
@@ -294,6 +337,23 @@ def _series_problems(study: Study) -> list[tuple[str, str]]:
             )
         ]
     return []
+
+
+def _hosts_problems(study: Study) -> list[tuple[str, str]]:
+    hosts = study.hosts
+    problems: list[tuple[str, str]] = []
+    if hosts.scheduler == "local" and hosts.classes:
+        problems.append(("hosts.classes", "server classes are for a batch scheduler: set hosts.scheduler = 'slurm'"))
+    if hosts.scheduler == "slurm" and not hosts.classes:
+        problems.append(("hosts.classes", "name at least one server class (a partition or a node feature) to run on"))
+    seen: dict[str, int] = {}
+    for i, c in enumerate(hosts.classes):
+        j = seen.setdefault(c.name, i)
+        if j != i:
+            problems.append((f"hosts.classes[{i}].name", f"duplicate class name {c.name!r} (also classes[{j}])"))
+        if c.partition is None and c.constraint is None:
+            problems.append((f"hosts.classes[{i}]", "name its nodes: a partition, a constraint (node feature) or both"))
+    return problems
 
 
 def source_kind(spec: str) -> str | None:
@@ -332,6 +392,8 @@ def _describe(err: Any) -> str:
         return f"must be {op} {bound}, got {value!r}"
     if kind == "too_short":
         return "must not be empty"
+    if kind == "string_pattern_mismatch" and loc[-1] == "profile":
+        return f"{value!r} is not a server size: write c<cores>r<GB of RAM>, e.g. c8r32"
     if kind == "string_pattern_mismatch":
         return f"{value!r} is not a valid name (letters, digits and . _ / + - only)"
     if kind.endswith("_type"):
@@ -414,6 +476,7 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
             )
     if study.series:
         problems.extend(_series_problems(study))
+    problems.extend(_hosts_problems(study))
     names = [v.name for v in study.variants]
     for i, v in enumerate(study.variants):
         try:

@@ -118,6 +118,28 @@ BAD = [
     ("ibench two client counts", IBENCH + "clients = [1, 2]\n", "suite.clients: the ibench suite runs at one"),
     ("ibench step", IBENCH + 'steps = ["l.i0", "qr300"]\n', "suite.steps[1]: unknown ibench step 'qr300'"),
     ("ibench first step", IBENCH + 'steps = ["l.x"]\n', "suite.steps[0]: an ibench suite starts with l.i0"),
+    ("slurm without classes", GOOD + '[hosts]\nscheduler = "slurm"\n', "hosts.classes: name at least one server"),
+    (
+        "classes run here",
+        GOOD + '[[hosts.classes]]\nname = "s"\npartition = "p"\n',
+        "hosts.classes: server classes are for a batch scheduler",
+    ),
+    (
+        "class without nodes",
+        GOOD + '[hosts]\nscheduler = "slurm"\n[[hosts.classes]]\nname = "s"\n',
+        "hosts.classes[0]: name its nodes",
+    ),
+    (
+        "class profile",
+        GOOD + '[hosts]\nscheduler = "slurm"\n[[hosts.classes]]\nname = "s"\npartition = "p"\nprofile = "8c"\n',
+        "hosts.classes[0].profile: '8c' is not a server size: write c<cores>r<GB of RAM>",
+    ),
+    (
+        "class twice",
+        GOOD + '[hosts]\nscheduler = "slurm"\n' + '[[hosts.classes]]\nname = "s"\npartition = "p"\n' * 2,
+        "hosts.classes[1].name: duplicate class name 's'",
+    ),
+    ("unknown hosts key", GOOD + '[hosts]\nqueue = "x"\n', "hosts.queue: unknown key; allowed keys: scheduler"),
 ]
 
 
