@@ -268,6 +268,7 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
     from dbsweep.results.store import Store as JobStore
     from dbsweep.runner import Runner, open_run
 
+    started = now()
     spec = json.loads(spec_file.read_text())
     study = load_study(spec["study"])
     if _study_hash(study) != spec["study_sha256"]:
@@ -303,7 +304,13 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
                 outcome = Runner(sub, store, console, rounds={int(spec["round"])}, where=where).run(run_id)
         finally:
             store.close()
-    result = {"done": outcome.done, "failed": outcome.failed, **where["batch"], "finished_at": now()}
+    result = {
+        "done": outcome.done,
+        "failed": outcome.failed,
+        **where["batch"],
+        "started_at": started,
+        "finished_at": now(),
+    }
     tmp = attempt / f".{COMPLETE}.tmp"
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(attempt / COMPLETE)
