@@ -180,51 +180,57 @@ def run(
     # Checked and estimated as the run will do it: the targets it runs, not the others.
     checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
     err.print(_preflight(checked, counts_only=counts_only), soft_wrap=True)
+    failed = False
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:
-            run_id = open_run(s, store, fresh)
-            try:
-                with procs.cleanup_on_exit():
-                    runner = Runner(
-                        s,
-                        store,
-                        err,
-                        rerun_failed=rerun_failed,
-                        keep_data=keep_data,
-                        only=only,
-                        counts_only=counts_only,
-                    )
-                    outcome = runner.run(run_id)
-                    if until_decided:
-                        from dbsweep.verdicts.decide import until_decided as decide
+            # A study with setups runs as one study per setup, one after another, each reported on its own.
+            for part in s.parts():
+                if part.part_setup:
+                    console.print(say.styled(f"Setup {part.part_setup} ({part.title})", "bold"))
+                run_id = open_run(part, store, fresh)
+                try:
+                    with procs.cleanup_on_exit():
+                        runner = Runner(
+                            part,
+                            store,
+                            err,
+                            rerun_failed=rerun_failed,
+                            keep_data=keep_data,
+                            only=only,
+                            counts_only=counts_only,
+                        )
+                        outcome = runner.run(run_id)
+                        if until_decided:
+                            from dbsweep.verdicts.decide import until_decided as decide
 
-                        decide(s, store, runner, outcome, console.print)
-            except KeyboardInterrupt:
-                err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
-                raise typer.Exit(130) from None
-            if counts_only:
-                console.print(
-                    f"Run {run_id}: instruction counts taken; the timed cells wait for a run without --counts-only."
-                )
-            elif outcome.done == 0 and outcome.failed == 0:
-                console.print(f"Nothing to run: every cell of run {run_id} has a result.")
-            else:
-                console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
-            if outcome.skipped_failed:
-                err.print(
-                    say.styled(
-                        f"{outcome.skipped_failed} cells failed earlier and were not retried; "
-                        "use --rerun-failed to retry them.",
-                        "yellow",
+                            decide(part, store, runner, outcome, console.print)
+                except KeyboardInterrupt:
+                    err.print("interrupted: servers stopped; finished cells are kept, run again to continue.")
+                    raise typer.Exit(130) from None
+                if counts_only:
+                    console.print(
+                        f"Run {run_id}: instruction counts taken; the timed cells wait for a run without --counts-only."
                     )
-                )
-            terminal.render(report_data.gather(s, store, run_id), console)
-            # Failed cells, of this run or left failed from an earlier one, make the exit status 1.
-            if outcome.failed or outcome.skipped_failed:
-                raise typer.Exit(1)
+                elif outcome.done == 0 and outcome.failed == 0:
+                    console.print(f"Nothing to run: every cell of run {run_id} has a result.")
+                else:
+                    console.print(f"Run {run_id}: {outcome.done} cells done, {outcome.failed} failed.")
+                if outcome.skipped_failed:
+                    err.print(
+                        say.styled(
+                            f"{outcome.skipped_failed} cells failed earlier and were not retried; "
+                            "use --rerun-failed to retry them.",
+                            "yellow",
+                        )
+                    )
+                terminal.render(report_data.gather(part, store, run_id), console)
+                failed = failed or bool(outcome.failed or outcome.skipped_failed)
         finally:
             store.close()
+    # Failed cells, of this run or left failed from an earlier one, make the exit status 1.
+    if failed:
+        raise typer.Exit(1)
 
 
 def _run_batch(s: Study, *, fresh: bool, rerun_failed: bool) -> None:
@@ -238,7 +244,7 @@ def _run_batch(s: Study, *, fresh: bool, rerun_failed: bool) -> None:
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:
-            runs = {c.name: open_run(s.of_class(c.name), store, fresh) for c in s.hosts.classes}
+            runs = {part.title: open_run(part, store, fresh) for part in s.parts()}
             try:
                 outcome = batch.Submission(s, store, err.print, rerun_failed=rerun_failed).run(runs)
             except KeyboardInterrupt:
@@ -250,9 +256,8 @@ def _run_batch(s: Study, *, fresh: bool, rerun_failed: bool) -> None:
                 console.print(
                     f"{outcome.merged} jobs merged ({outcome.cells} cells), {outcome.failed} ended without their round."
                 )
-            for c in s.hosts.classes:
-                sub = s.of_class(c.name)
-                terminal.render(report_data.gather(sub, store, runs[c.name]), console)
+            for part in s.parts():
+                terminal.render(report_data.gather(part, store, runs[part.title]), console)
             if outcome.failed:
                 raise typer.Exit(1)
         finally:
@@ -419,12 +424,10 @@ def status(study: StudyArg, workspace: WorkspaceOpt = None) -> None:
     p = store_path(s)
     store = _open_store(s, must_exist=False, read_only=True) if p.exists() and not is_blank(p) else None
     try:
+        for part in s.parts():
+            _status_table(part, store)
         if s.hosts.scheduler == "slurm":
-            for c in s.hosts.classes:
-                _status_table(s.of_class(c.name), store)
             _jobs_table(s, store)
-        else:
-            _status_table(s, store)
     finally:
         if store is not None:
             store.close()
@@ -528,6 +531,10 @@ def report(
         str | None,
         typer.Option("--class", help="For a study run through Slurm: the server class to report (default: each)."),
     ] = None,
+    setup: Annotated[
+        str | None,
+        typer.Option("--setup", help="For a study with setups: the one to report, cached or io-bound (default: each)."),
+    ] = None,
 ) -> None:
     """Report a study's results: QPS and rQPS with verdicts, group summaries, cost per operation, provenance."""
     from dbsweep.report import data as report_data
@@ -537,10 +544,10 @@ def report(
     s = _study(study, workspace)
     if groups is not None:
         s = s.regrouped(groups)
-    subs = _classes_of(s, server_class)
+    subs = _parts_of(s, server_class, setup)
     if len(subs) > 1 and (fmt != "terminal" or out is not None):
-        names = ", ".join(c.name for c in s.hosts.classes)
-        raise DbsweepError(f"{study} runs on server classes ({names}): name the one to report with --class.")
+        names = ", ".join(p.title for p in subs)
+        raise DbsweepError(f"{study} has parts ({names}): name the one to report with --class and --setup.")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
         for sub in subs:
@@ -553,21 +560,17 @@ def report(
         store.close()
 
 
-def _classes_of(s: Study, name: str | None) -> list[Study]:
-    """The study as each of its server classes ran it (one study of its own per class), or as it is when it runs
-    here."""
-    if s.hosts.scheduler != "slurm":
-        if name is not None:
-            raise DbsweepError(f"--class: {s.path} runs here, not on server classes (hosts.scheduler).")
-        return [s]
-    if name is None:
-        return [s.of_class(c.name) for c in s.hosts.classes]
-    try:
-        s.server_class(name)
-    except KeyError:
+def _parts_of(s: Study, name: str | None, setup: str | None) -> list[Study]:
+    """The parts of a study to report: each (server class, setup) it runs as, or those `name` and `setup` pick."""
+    if name is not None and not s.hosts.classes:
+        raise DbsweepError(f"--class: {s.path} runs here, not on server classes (hosts.scheduler).")
+    if name is not None and name not in {c.name for c in s.hosts.classes}:
         have = ", ".join(c.name for c in s.hosts.classes)
-        raise DbsweepError(f"--class: {s.path} has no server class {name!r}; it has: {have}.") from None
-    return [s.of_class(name)]
+        raise DbsweepError(f"--class: {s.path} has no server class {name!r}; it has: {have}.")
+    if setup is not None and setup not in s.hosts.setups:
+        have = ", ".join(s.hosts.setups) or "none"
+        raise DbsweepError(f"--setup: {s.path} has no setup {setup!r}; it has: {have}.")
+    return [p for p in s.parts() if (name is None or p.part_class == name) and (setup is None or p.part_setup == setup)]
 
 
 def _step_named(study: Study, name: str, option: str) -> str:

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbsweep import configdiff, configs, installs, machine, paths, placement, plan, unsafe
+from dbsweep import configdiff, configs, installs, machine, memcap, paths, placement, plan, unsafe
 from dbsweep.build import bolt, cache, compiler
 from dbsweep.build import variants as recipes
 from dbsweep.engines.base import Costs, Engine, Install
@@ -97,6 +97,7 @@ def check(study: Study, *, counts_only: bool = False) -> Preflight:
         *_connection_problems(study, look),
         *study.bench.engine_problems(look.engine),
         *machine.client_problems(look.engine, study.bench),
+        *_setup_problems(study),
     ]
     est = estimate(study, look, counts_only=counts_only)
     warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
@@ -159,6 +160,16 @@ def _duplicate_steps(study: Study) -> list[Found]:
                 )
             )
     return out
+
+
+def _setup_problems(study: Study) -> list[Found]:
+    """The io-bound setup's memory cap must be possible here (through Slurm, the node's job finds out)."""
+    if "io-bound" not in study.hosts.setups or study.hosts.scheduler != "local":
+        return []
+    why = memcap.check()
+    if why is None:
+        return []
+    return [("hosts.setups", f"the io-bound setup caps the server's memory with a cgroup, not possible here: {why}")]
 
 
 def _placement_problems(study: Study) -> list[Found]:

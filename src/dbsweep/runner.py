@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from dbsweep import configs, installs, loadclient, placement, plan, provenance, workspace
+from dbsweep import configs, installs, loadclient, memcap, placement, plan, provenance, workspace
 from dbsweep.engines.base import Access, EngineError, Install, Instance
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
@@ -637,6 +637,7 @@ class Runner:
         instance = self.engine.instance(install, self.home(target, rep), target.config, ready.config_text, self.user)
         replay, why_fresh = self._replay_needed(instance, target, rep, keys)
         setup = self.suite.setup_steps()
+        cap: memcap.Cap | None = None
         try:
             if replay is None:
                 held = ", ".join(step for step, _ in _held(instance)) or "nothing yet"
@@ -669,7 +670,8 @@ class Runner:
                 instance.start()
             if self.cpus.server is not None and instance.pid is not None:
                 placement.pin_tree(instance.pid, self.cpus.server)
-        except ServerError as e:
+            cap = self._cap(instance)
+        except (ServerError, memcap.CapError) as e:
             instance.stop()
             error = self._full_disk(instance, str(e), progress) or str(e)
             # Said before it is stored: a store that cannot be written (a full disk) must not hide why.
@@ -690,6 +692,8 @@ class Runner:
                     reloaded=bool(replay),
                 )
                 prov["config"]["skipped_settings"] = skipped
+                if self.study.part_setup:
+                    prov["setup"] = {"name": self.study.part_setup, **(cap.describe() if cap else {})}
                 build = {"engine": self.study.engine, "variant": target.variant, **install.provenance}
                 access = loadclient.connection_to(instance, via_socket=self.suite.settings.connect == "socket")
                 for key in replay or []:
@@ -767,12 +771,28 @@ class Runner:
                         break
         finally:
             instance.stop()
+            if cap is not None:
+                cap.remove()
         statuses = self.store.statuses(out.run_id)
         all_done = all(
             statuses.get(k, ("",))[0] == "done" for k in plan.group(self.study, target.label, rep, self.repeats)
         )
         if all_done and not self.keep_data:
             shutil.rmtree(instance.home, ignore_errors=True)
+
+    def _cap(self, instance: Instance) -> memcap.Cap | None:
+        """The io-bound setup's cap on the server's memory, page cache included, with the server in it: before
+        the load, so its tables are charged to it from the first row."""
+        if self.study.part_setup != "io-bound" or instance.pid is None:
+            return None
+        cap = memcap.Cap.make(self.study.hosts.io_bound_memory_mb * 2**20)
+        try:
+            cap.confine(instance.pid)
+        except memcap.CapError:
+            instance.stop()
+            cap.remove()
+            raise
+        return cap
 
     def _full_disk(self, instance: Instance, error: str, progress: Progress, log_from: int = 0) -> str | None:
         """When a full disk caused `error`: the error with one sentence naming the disk first, and the repetition's

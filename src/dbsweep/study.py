@@ -181,6 +181,11 @@ class Hosts(_Strict):
 
     scheduler: Literal["local", "slurm"] = "local"
     classes: list[ServerClass] = []
+    # Each setup is the study again, reported on its own: `cached` as written; `io-bound` with the server's
+    # memory, page cache included, capped at io_bound_memory_mb (a memory cgroup), so its tables no longer
+    # fit and are read from the device.
+    setups: list[Literal["cached", "io-bound"]] = []
+    io_bound_memory_mb: Annotated[int, Field(ge=16)] = 256
     # Seconds between two looks at the queue while jobs run.
     poll_seconds: Annotated[float, Field(gt=0, le=600)] = 5.0
 
@@ -209,6 +214,9 @@ class Study(_Strict):
 
     # Set by load_study, not by the file.
     path: Path = Path()
+    # Set when the study is one part of a study run on several server classes or setups (`parts`).
+    part_class: str | None = None
+    part_setup: Literal["cached", "io-bound"] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -235,10 +243,20 @@ class Study(_Strict):
     def title(self) -> str:
         return self.name or self.path.stem
 
-    def of_class(self, name: str) -> Study:
-        """The study as one server class runs it: its results are a study of their own in the store
-        (`TITLE.CLASS`), so every ratio stays within one class."""
-        return self.model_copy(update={"name": f"{self.title}.{name}"})
+    def of_class(self, name: str | None, setup: str | None = None) -> Study:
+        """The study as one server class runs it in one setup: its results are a study of their own in the store
+        (`TITLE.CLASS.SETUP`, without the parts it does not have), so every ratio stays within one class and
+        setup."""
+        title = ".".join(p for p in (self.title, name, setup) if p)
+        return self.model_copy(update={"name": title, "part_class": name, "part_setup": setup})
+
+    def parts(self) -> list[Study]:
+        """The study once per server class and setup, or itself when it names neither."""
+        classes: list[str | None] = [c.name for c in self.hosts.classes] or [None]
+        setups: list[str | None] = list(self.hosts.setups) or [None]
+        if classes == [None] and setups == [None]:
+            return [self]
+        return [self.of_class(c, s) for c in classes for s in setups]
 
     def server_class(self, name: str) -> ServerClass:
         for c in self.hosts.classes:
@@ -299,7 +317,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
 
 
 def _allowed_keys(model: type[BaseModel]) -> str:
-    return ", ".join(k for k in model.model_fields if k != "path")
+    return ", ".join(k for k in model.model_fields if k not in ("path", "part_class", "part_setup"))
 
 
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
@@ -353,6 +371,16 @@ def _hosts_problems(study: Study) -> list[tuple[str, str]]:
             problems.append((f"hosts.classes[{i}].name", f"duplicate class name {c.name!r} (also classes[{j}])"))
         if c.partition is None and c.constraint is None:
             problems.append((f"hosts.classes[{i}]", "name its nodes: a partition, a constraint (node feature) or both"))
+    if len(set(hosts.setups)) != len(hosts.setups):
+        problems.append(("hosts.setups", "a setup must not repeat"))
+    if "io-bound" in hosts.setups and engine_registry.engine_named(study.engine).kind != "server":
+        problems.append(
+            (
+                "hosts.setups",
+                f"the io-bound setup caps a server's memory; {study.engine} has no server process (run it with "
+                "tables larger than the machine's memory instead)",
+            )
+        )
     return problems
 
 
@@ -531,8 +559,9 @@ def load_study(path: str | Path) -> Study:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise StudyError([f"{where}: not valid TOML: {e}"]) from None
-    if "path" in data:
-        raise StudyError([f"{where}: path: unknown key; allowed keys: {_allowed_keys(Study)}"])
+    for own in ("path", "part_class", "part_setup"):
+        if own in data:
+            raise StudyError([f"{where}: {own}: unknown key; allowed keys: {_allowed_keys(Study)}"])
     data = ranges.expand(data, where)
     try:
         study = Study.model_validate({**data, "path": p.resolve()})

@@ -137,8 +137,9 @@ class Submission:
         if not script.is_file() or script.read_text() != JOB_SCRIPT:
             script.write_text(JOB_SCRIPT)
             script.chmod(0o755)
-        for c in self.study.hosts.classes:
-            self._plan_class(c, runs[c.name], script)
+        for part in self.study.parts():
+            assert part.part_class is not None  # a study through Slurm has classes (validated)
+            self._plan_part(part, self.study.server_class(part.part_class), runs[part.title], script)
         if not self.watching:
             return Outcome(0, 0, 0)
         try:
@@ -147,8 +148,7 @@ class Submission:
             self._cancel_live()
             raise
 
-    def _plan_class(self, c: ServerClass, run_id: int, script: Path) -> None:
-        sub = self.study.of_class(c.name)
+    def _plan_part(self, sub: Study, c: ServerClass, run_id: int, script: Path) -> None:
         earlier = {j.repetition: j for j in job_records.of_study(self.store, sub.title) if j.run_id == run_id}
         live = slurm.queued([j.job_id for j in earlier.values() if j.state == "submitted"])
         for rep in pending_rounds(sub, self.store, run_id, self.rerun_failed):
@@ -156,7 +156,8 @@ class Submission:
             if old is not None and old.state == "submitted":
                 state = live.get(old.job_id, ("", ""))[0]
                 if state in slurm.LIVE or self._complete(Path(old.dir)) is not None:
-                    self.say(f"{c.name} round {rep}: job {old.job_id} of an earlier run is {state or 'done'}; waiting")
+                    was = state.lower() or "done"
+                    self.say(f"{sub.title} round {rep}: job {old.job_id} of an earlier run is {was}; waiting")
                     self.watching[old.job_id] = old
                     continue
                 self._ended(old, state or slurm.final_state(old.job_id))
@@ -171,6 +172,7 @@ class Submission:
             "study_sha256": _study_hash(self.study),
             "workspace": str(self.study.workspace_dir),
             "class": c.name,
+            "setup": sub.part_setup,
             "round": rep,
             "token": token,
         }
@@ -189,7 +191,7 @@ class Submission:
         )
         job_records.add(self.store, record)
         self.watching[job_id] = record
-        self.say(f"{c.name} round {rep}: submitted as job {job_id}")
+        self.say(f"{sub.title} round {rep}: submitted as job {job_id}")
 
     def _watch(self) -> Outcome:
         merged = failed = cells = 0
@@ -202,7 +204,7 @@ class Submission:
                     if seen.get(job_id) != state:
                         seen[job_id] = state
                         on = f" on {where}" if state == "RUNNING" else f" ({where})" if where else ""
-                        self.say(f"{record.cls} round {record.repetition}: job {job_id} {state.lower()}{on}")
+                        self.say(f"{record.study} round {record.repetition}: job {job_id} {state.lower()}{on}")
                     continue
                 del self.watching[job_id]
                 done = self._complete(Path(record.dir))
@@ -227,7 +229,7 @@ class Submission:
         got = merging.merge(self.store, attempt / "ws" / "results.db", record.run_id, f"{record.token}/{attempt.name}")
         job_records.ended(self.store, record.token, "merged", f"{got.cells} cells from {attempt.name}")
         what = "already merged" if got.again else f"{got.cells} cells merged"
-        self.say(f"{record.cls} round {record.repetition}: job {record.job_id} done, {what}")
+        self.say(f"{record.study} round {record.repetition}: job {record.job_id} done, {what}")
         return got.cells
 
     def _ended(self, record: job_records.Job, state: str) -> None:
@@ -235,7 +237,7 @@ class Submission:
         note = f"Slurm state {state}; its round stays pending"
         job_records.ended(self.store, record.token, "failed", f"{note}\n{tail}".strip())
         self.say(
-            f"{record.cls} round {record.repetition}: job {record.job_id} ended {state} without finishing its "
+            f"{record.study} round {record.repetition}: job {record.job_id} ended {state} without finishing its "
             f"round, which stays pending (run again to submit it). "
             f"Its log, {Path(record.dir)}/slurm-{record.job_id}.out:" + (f"\n{tail}" if tail else " (empty)")
         )
@@ -284,7 +286,7 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
         link = ws / part
         if not link.is_symlink():
             link.symlink_to(main / part)
-    sub = study.of_class(spec["class"]).model_copy(update={"workspace": str(ws)})
+    sub = study.of_class(spec["class"], spec.get("setup")).model_copy(update={"workspace": str(ws)})
     where = {
         "batch": {
             "scheduler": "slurm",
@@ -292,6 +294,7 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
             "node": os.environ.get("SLURMD_NODENAME"),
             "partition": os.environ.get("SLURM_JOB_PARTITION"),
             "class": spec["class"],
+            "setup": spec.get("setup"),
             "round": spec["round"],
             "attempt": attempt.name,
         }
