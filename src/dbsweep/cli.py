@@ -22,6 +22,7 @@ from dbsweep.study import Study, load_study
 from dbsweep.workspace import writing
 
 if TYPE_CHECKING:
+    from dbsweep.report.data import ReportData
     from dbsweep.results.counts import Count
     from dbsweep.study import Target
     from dbsweep.verdicts.calibrate import StepNoise
@@ -181,6 +182,7 @@ def run(
     checked = s if only is None else s.model_copy(update={"targets": [t for t in s.targets if t.label in only]})
     err.print(_preflight(checked, counts_only=counts_only), soft_wrap=True)
     failed = False
+    reported: list[ReportData] = []
     with writing(s.workspace_dir):
         store = _open_store(s, must_exist=False)
         try:
@@ -224,8 +226,10 @@ def run(
                             "yellow",
                         )
                     )
-                terminal.render(report_data.gather(part, store, run_id), console)
+                reported.append(report_data.gather(part, store, run_id))
+                terminal.render(reported[-1], console)
                 failed = failed or bool(outcome.failed or outcome.skipped_failed)
+            _side_by_side(reported)
         finally:
             store.close()
     # Failed cells, of this run or left failed from an earlier one, make the exit status 1.
@@ -256,8 +260,10 @@ def _run_batch(s: Study, *, fresh: bool, rerun_failed: bool) -> None:
                 console.print(
                     f"{outcome.merged} jobs merged ({outcome.cells} cells), {outcome.failed} ended without their round."
                 )
-            for part in s.parts():
-                terminal.render(report_data.gather(part, store, runs[part.title]), console)
+            reported = [report_data.gather(part, store, runs[part.title]) for part in s.parts()]
+            for data in reported:
+                terminal.render(data, console)
+            _side_by_side(reported)
             if outcome.failed:
                 raise typer.Exit(1)
         finally:
@@ -550,14 +556,26 @@ def report(
         raise DbsweepError(f"{study} has parts ({names}): name the one to report with --class and --setup.")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
+        reported = []
         for sub in subs:
             rid = run_id if run_id is not None else _latest_run(sub, store, study)
             if not store.target_ids(rid):
                 raise DbsweepError(f"no run {rid} of {sub.title} in {store.path}")
-            data = report_data.gather(sub, store, rid, series=fmt == "html")
-            _written(emit(data, fmt, out, console))
+            reported.append(report_data.gather(sub, store, rid, series=fmt == "html"))
+            _written(emit(reported[-1], fmt, out, console))
+        _side_by_side(reported)
     finally:
         store.close()
+
+
+def _side_by_side(reported: list[ReportData]) -> None:
+    """After the reports of a study's parts (server classes, setups), their rQPS side by side."""
+    from dbsweep.report import sides
+    from dbsweep.report.terminal import render_extra
+
+    both = sides.table(reported)
+    if both is not None:
+        render_extra(both, console)
 
 
 def _parts_of(s: Study, name: str | None, setup: str | None) -> list[Study]:

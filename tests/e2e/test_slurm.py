@@ -5,6 +5,7 @@ pending and a later run completes it; bad classes are refused before any job is 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import sqlite3
@@ -106,6 +107,9 @@ def test_two_classes_two_rounds_merge_once_with_their_node_class_and_job(cluster
     run = dbsweep("run", study, env=cluster.env, timeout=600)
     assert "4 jobs merged (16 cells)" in run.stdout, run.stdout + run.stderr
     assert "t.small: QPS" in run.stdout and "t.large: QPS" in run.stdout  # a report per class
+    # Then the classes side by side: b's rQPS per step on each class, each against its own base.
+    sides = run.stdout.split("rQPS by part (small, large)", 1)[1]
+    assert re.search(r"b\s+│\s+point-query_range=100\s+│\s+1\s+│\s+\d+\.\d+ \w+\s+│\s+\d+\.\d+ \w+", sides), sides
     cells = _cells(tmp / "ws")
     keys = [(s, t, st, r) for s, t, st, r, _, _ in cells]
     assert len(cells) == 16 and len(set(keys)) == 16 and all(c[4] == "done" for c in cells), cells
