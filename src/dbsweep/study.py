@@ -248,7 +248,22 @@ class Study(_Strict):
         (`TITLE.CLASS.SETUP`, without the parts it does not have), so every ratio stays within one class and
         setup."""
         title = ".".join(p for p in (self.title, name, setup) if p)
-        return self.model_copy(update={"name": title, "part_class": name, "part_setup": setup})
+        update: dict[str, Any] = {"name": title, "part_class": name, "part_setup": setup}
+        c = self.server_class(name) if name else None
+        if c is not None and c.profile is not None and c.cores is not None:
+            # The class's size chooses what the study leaves open: the client counts, and each target's config
+            # written for that size (cx10a_c2r24 -> cx10a_c8r32) where the engine has one.
+            clients = self.bench.clients_for(c.cores) if "clients" not in self.suite.model_fields_set else None
+            if clients is not None:
+                update["suite"] = self.suite.model_copy(update={"clients": clients})
+            have = set(configs.available(self.engine))
+            update["targets"] = [
+                t.model_copy(update={"config": sized, "name": t.label})  # its name stays (the base names it)
+                if (sized := re.sub(r"_c\d+r\d+$", f"_{c.profile}", t.config)) in have
+                else t
+                for t in self.targets
+            ]
+        return self.model_copy(update=update)
 
     def parts(self) -> list[Study]:
         """The study once per server class and setup, or itself when it names neither."""

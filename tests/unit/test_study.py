@@ -214,3 +214,41 @@ def test_the_first_study_is_counted_by_valgrind_on_any_cpu() -> None:
     for t in study.targets:
         flags = " ".join(variants.builtin(t.variant).cflags)
         assert unrunnable_flags(flags, avx512) is None, (t.label, flags)
+
+
+SLURM = GOOD.replace("read_seconds = 5\n", "read_seconds = 5\n{clients}") + (
+    '[hosts]\nscheduler = "slurm"\nsetups = ["cached", "io-bound"]\n'
+    '[[hosts.classes]]\nname = "small"\npartition = "p"\n'
+    '[[hosts.classes]]\nname = "large"\nconstraint = "c8r32"\nprofile = "c8r32"\n'
+)
+
+
+def test_parts_are_a_study_per_class_and_setup_sized_by_the_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configs = tmp_path / "configs" / "postgres"
+    configs.mkdir(parents=True)
+    for name in ("cx10a_c2r24", "cx10a_sb1g_c2r24"):
+        (configs / f"{name}.conf").write_text("shared_buffers = 128MB\n")
+    (configs / "cx10a_c8r32.conf").write_text("shared_buffers = 16GB\n")  # the large class's size of cx10a only
+    monkeypatch.setenv("DBSWEEP_CONFIGS", str(tmp_path / "configs"))
+    s = load_study(_write(tmp_path, SLURM.format(clients="")))
+    parts = {p.title: p for p in s.parts()}
+    assert list(parts) == ["x.small.cached", "x.small.io-bound", "x.large.cached", "x.large.io-bound"]
+    large, small = parts["x.large.io-bound"], parts["x.small.cached"]
+    assert (large.part_class, large.part_setup, small.part_class, small.part_setup) == (
+        "large",
+        "io-bound",
+        "small",
+        "cached",
+    )
+    # The class's size chooses the clients (1 and cores/2) and the config written for it, where there is one.
+    assert large.suite.clients == [1, 4] and [t.config for t in large.targets] == ["cx10a_c8r32", "cx10a_sb1g_c2r24"]
+    assert small.suite.clients == [1] and [t.config for t in small.targets] == ["cx10a_c2r24", "cx10a_sb1g_c2r24"]
+    assert [t.label for t in large.targets] == ["a", "b"]  # the targets keep their names
+    # Clients the study names are its own on every class.
+    named = load_study(_write(tmp_path, SLURM.format(clients="clients = [2]\n")))
+    assert {p.title: p.suite.clients for p in named.parts()}["x.large.cached"] == [2]
+    # A study without classes or setups is its one part.
+    plain = load_study(_write(tmp_path, GOOD))
+    assert plain.parts() == [plain]

@@ -149,6 +149,9 @@ class Submission:
             raise
 
     def _plan_part(self, sub: Study, c: ServerClass, run_id: int, script: Path) -> None:
+        if c.profile:
+            configs = ", ".join(sorted({t.config for t in sub.targets}))
+            self.say(f"{sub.title}: sized for {c.profile}: clients {sub.suite.clients}, configs {configs}")
         earlier = {j.repetition: j for j in job_records.of_study(self.store, sub.title) if j.run_id == run_id}
         live = slurm.queued([j.job_id for j in earlier.values() if j.state == "submitted"])
         for rep in pending_rounds(sub, self.store, run_id, self.rerun_failed):

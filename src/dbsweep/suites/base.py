@@ -144,6 +144,12 @@ class Suite(ABC):
     def clients(self, step: str) -> list[int]:
         """The client counts a step runs at."""
 
+    def clients_for(self, cores: int) -> list[int] | None:
+        """The client counts on a server class of `cores` CPUs when the study names none: 1 and cores/2, as
+        the seeds run a small server at 1 client and a large one at 1 and about half its cores. None: the
+        study's own (a suite that runs at one client count)."""
+        return sorted({1, max(1, cores // 2)})
+
     def report_groups(self) -> dict[str, str]:
         """The report groups of the settings' grouping, in report order: key -> title."""
         return self.groups

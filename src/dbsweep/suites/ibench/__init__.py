@@ -87,6 +87,9 @@ class Ibench(Suite):
     default_set = "ibench"
     settings: IbenchSettings
 
+    def clients_for(self, cores: int) -> list[int] | None:
+        return None  # one client count (its dop), which the profile or the study sets
+
     @classmethod
     def step_names(cls) -> tuple[str, ...]:
         return STEP_NAMES
