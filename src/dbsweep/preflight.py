@@ -164,7 +164,8 @@ def _duplicate_steps(study: Study) -> list[Found]:
 
 def _setup_problems(study: Study) -> list[Found]:
     """The io-bound setup's memory cap must be possible here (through Slurm, the node's job finds out)."""
-    if "io-bound" not in study.hosts.setups or study.hosts.scheduler != "local":
+    hosts = study.hosts
+    if "io-bound" not in hosts.setups or hosts.io_bound != "cap" or hosts.scheduler != "local":
         return []
     why = memcap.check()
     if why is None:

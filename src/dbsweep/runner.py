@@ -783,7 +783,7 @@ class Runner:
     def _cap(self, instance: Instance) -> memcap.Cap | None:
         """The io-bound setup's cap on the server's memory, page cache included, with the server in it: before
         the load, so its tables are charged to it from the first row."""
-        if self.study.part_setup != "io-bound" or instance.pid is None:
+        if self.study.part_setup != "io-bound" or self.study.hosts.io_bound != "cap" or instance.pid is None:
             return None
         cap = memcap.Cap.make(self.study.hosts.io_bound_memory_mb * 2**20)
         try:

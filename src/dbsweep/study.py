@@ -41,6 +41,10 @@ VARIANTS = tuple(recipes.BUILTINS)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
 
 PositiveInt = Annotated[int, Field(gt=0)]
+# A server class's tables when the study names no size: a quarter of its memory fits the buffer pool of the configs
+# written for it (a third to three quarters of RAM); io-bound by size, three times its memory.
+CACHED_SHARE = 0.25
+IO_BOUND_SIZE = 3.0
 
 
 class _Strict(BaseModel):
@@ -185,6 +189,9 @@ class Hosts(_Strict):
     # memory, page cache included, capped at io_bound_memory_mb (a memory cgroup), so its tables no longer
     # fit and are read from the device.
     setups: list[Literal["cached", "io-bound"]] = []
+    # How io-bound is made: "cap" the server's memory (any machine), or "size" the tables at IO_BOUND_SIZE times a
+    # class's memory (its profile), as the seeds do on servers of that size.
+    io_bound: Literal["cap", "size"] = "cap"
     io_bound_memory_mb: Annotated[int, Field(ge=16)] = 256
     # Seconds between two looks at the queue while jobs run.
     poll_seconds: Annotated[float, Field(gt=0, le=600)] = 5.0
@@ -254,8 +261,13 @@ class Study(_Strict):
             # The class's size chooses what the study leaves open: the client counts, and each target's config
             # written for that size (cx10a_c2r24 -> cx10a_c8r32) where the engine has one.
             clients = self.bench.clients_for(c.cores) if "clients" not in self.suite.model_fields_set else None
-            if clients is not None:
-                update["suite"] = self.suite.model_copy(update={"clients": clients})
+            suite = self.suite.model_copy(update={"clients": clients}) if clients is not None else self.suite
+            # And the tables, when the study names no size: to fit the class's buffer pool (cached), or several
+            # times its memory (io-bound by size).
+            if c.memory_gb is not None:
+                share = IO_BOUND_SIZE if setup == "io-bound" and self.hosts.io_bound == "size" else CACHED_SHARE
+                suite = suite_registry.suite_for(suite).sized(int(c.memory_gb * 2**30 * share)) or suite
+            update["suite"] = suite
             have = set(configs.available(self.engine))
             update["targets"] = [
                 t.model_copy(update={"config": sized, "name": t.label})  # its name stays (the base names it)
@@ -386,14 +398,25 @@ def _hosts_problems(study: Study) -> list[tuple[str, str]]:
             problems.append((f"hosts.classes[{i}].name", f"duplicate class name {c.name!r} (also classes[{j}])"))
         if c.partition is None and c.constraint is None:
             problems.append((f"hosts.classes[{i}]", "name its nodes: a partition, a constraint (node feature) or both"))
+    if hosts.io_bound == "size" and "io-bound" in hosts.setups:
+        unsized = [c.name for c in hosts.classes if c.profile is None] if hosts.classes else ["(this machine)"]
+        if unsized:
+            problems.append(
+                (
+                    "hosts.io_bound",
+                    f"'size' sizes the tables by a server class's memory; {', '.join(unsized)} has no profile "
+                    "(e.g. profile = 'c8r32'): give it one, or cap the memory (io_bound = 'cap')",
+                )
+            )
     if len(set(hosts.setups)) != len(hosts.setups):
         problems.append(("hosts.setups", "a setup must not repeat"))
-    if "io-bound" in hosts.setups and engine_registry.engine_named(study.engine).kind != "server":
+    capped = "io-bound" in hosts.setups and hosts.io_bound == "cap"
+    if capped and engine_registry.engine_named(study.engine).kind != "server":
         problems.append(
             (
                 "hosts.setups",
-                f"the io-bound setup caps a server's memory; {study.engine} has no server process (run it with "
-                "tables larger than the machine's memory instead)",
+                f"the io-bound setup caps a server's memory; {study.engine} has no server process (size its tables "
+                "instead: io_bound = 'size' with a server class's profile)",
             )
         )
     return problems

@@ -252,3 +252,23 @@ def test_parts_are_a_study_per_class_and_setup_sized_by_the_class(
     # A study without classes or setups is its one part.
     plain = load_study(_write(tmp_path, GOOD))
     assert plain.parts() == [plain]
+
+
+def test_a_class_sizes_the_tables_the_study_leaves_unsized(tmp_path: Path) -> None:
+    sized = SLURM.format(clients="").replace("rows = 1000\n", "").replace("setups", 'io_bound = "size"\nsetups')
+    s = load_study(_write(tmp_path, sized.replace('partition = "p"\n', 'partition = "p"\nprofile = "c2r4"\n')))
+    rows = {p.title: p.suite.rows for p in s.parts()}  # type: ignore[attr-defined]
+    # A quarter of the class's memory cached (270 bytes a row), three times its memory io-bound.
+    assert rows["x.large.cached"] == 32 * 2**30 // 4 // 270 and rows["x.small.cached"] == 4 * 2**30 // 4 // 270
+    assert rows["x.large.io-bound"] == 3 * 32 * 2**30 // 270
+    # Named, the size is the study's everywhere; capped, io-bound keeps the cached size.
+    named = load_study(_write(tmp_path, SLURM.format(clients="")))
+    assert {p.suite.rows for p in named.parts()} == {1000}  # type: ignore[attr-defined]
+    capped = load_study(_write(tmp_path, SLURM.format(clients="").replace("rows = 1000\n", "")))
+    r = {p.title: p.suite.rows for p in capped.parts()}  # type: ignore[attr-defined]
+    assert r["x.large.io-bound"] == r["x.large.cached"]
+    # Sized io-bound needs every class's size.
+    with pytest.raises(StudyError) as e:
+        load_study(_write(tmp_path, sized))
+    said = "hosts.io_bound: 'size' sizes the tables by a server class's memory; small"
+    assert any(said in p for p in e.value.problems), e.value.problems

@@ -151,7 +151,11 @@ class Submission:
     def _plan_part(self, sub: Study, c: ServerClass, run_id: int, script: Path) -> None:
         if c.profile:
             configs = ", ".join(sorted({t.config for t in sub.targets}))
-            self.say(f"{sub.title}: sized for {c.profile}: clients {sub.suite.clients}, configs {configs}")
+            tables = sub.bench.data_bytes() / 2**30
+            self.say(
+                f"{sub.title}: sized for {c.profile}: clients {sub.suite.clients}, configs {configs}, "
+                f"tables ≈ {tables:.2f} GB"
+            )
         earlier = {j.repetition: j for j in job_records.of_study(self.store, sub.title) if j.run_id == run_id}
         live = slurm.queued([j.job_id for j in earlier.values() if j.state == "submitted"])
         for rep in pending_rounds(sub, self.store, run_id, self.rerun_failed):

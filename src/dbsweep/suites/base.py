@@ -287,6 +287,11 @@ class Suite(ABC):
     def data_bytes(self) -> int:
         """Rough bytes of the tables and indexes at their largest."""
 
+    def sized(self, data_bytes: int) -> SuiteSettings | None:
+        """The settings with the tables sized to about `data_bytes` (a server class's cached or io-bound size),
+        or None when the study named the size or the suite has no single size to choose."""
+        return None
+
     # ---- reports ----------------------------------------------------------------------------------------
 
     # The terminal shows the common QPS and rQPS table; a suite whose own tables say it better turns it off.

@@ -387,6 +387,12 @@ class Dbbench(Suite):
     def data_bytes(self) -> int:
         return self.settings.keys * (self.settings.key_size + self.settings.value_size)
 
+    def sized(self, data_bytes: int) -> SuiteSettings | None:
+        s = self.settings
+        if "keys" in s.model_fields_set:
+            return None
+        return s.model_copy(update={"keys": max(10_000, data_bytes // (s.key_size + s.value_size))})
+
     report_module = "report"  # its tables: `report.tables(data, suite)`
 
     def report_note(self) -> str:

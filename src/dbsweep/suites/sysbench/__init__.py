@@ -348,3 +348,9 @@ class Sysbench(Suite):
 
     def data_bytes(self) -> int:
         return self.settings.rows * self.settings.tables * ROW_BYTES
+
+    def sized(self, data_bytes: int) -> SuiteSettings | None:
+        s = self.settings
+        if "rows" in s.model_fields_set:
+            return None
+        return s.model_copy(update={"rows": max(1000, data_bytes // (s.tables * ROW_BYTES))})
