@@ -4,6 +4,7 @@ pending and a later run completes it; bad classes are refused before any job is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -152,6 +153,18 @@ def test_two_classes_two_rounds_merge_once_with_their_node_class_and_job(cluster
     assert data["study"] == "t.large" and {r["target"] for r in data["rows"]} == {"a", "b"}
 
 
+@contextlib.contextmanager
+def _running(study: Path, cluster: Cluster) -> Iterator[subprocess.Popen[str]]:
+    """`dbsweep run STUDY` in the background on the cluster; killed if a check fails before it ends."""
+    proc = start_run(study, env=cluster.env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _queued(cluster: Cluster) -> list[tuple[str, str]]:
     r = subprocess.run(
         ["squeue", "--noheader", "--format=%i|%T"], capture_output=True, text=True, env=cluster.env, check=True
@@ -164,8 +177,7 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
 ) -> None:
     one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
     study = _study(tmp, classes=one, repeats=1, read_seconds=4, rows=20000)
-    proc = start_run(study, env=cluster.env)
-    try:
+    with _running(study, cluster) as proc:
         # Cancelled once its round has a finished cell (the load) in the job's own store.
         wait_for(lambda: any((tmp / "ws" / "jobs").glob("t.small/r1-*/attempt-0/ws/results.db")), timeout=120)
         job_db = next((tmp / "ws" / "jobs").glob("t.small/r1-*/attempt-0/ws/results.db"))
@@ -179,10 +191,6 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
         assert len(running) == 1, _queued(cluster)
         subprocess.run(["scancel", running[0]], env=cluster.env, check=True)
         out, _ = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out
     assert f"job {running[0]} ended CANCELLED without finishing its round" in out, out
     assert _cells(tmp / "ws") == []  # nothing of the cancelled round was merged
@@ -199,15 +207,10 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
 def test_ctrl_c_cancels_the_studys_jobs(cluster: Cluster, tmp: Path) -> None:
     one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
     study = _study(tmp, classes=one, repeats=1, read_seconds=4, rows=20000)
-    proc = start_run(study, env=cluster.env)
-    try:
+    with _running(study, cluster) as proc:
         wait_for(lambda: any(st == "RUNNING" for _, st in _queued(cluster)), timeout=120)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, out
     assert "cancelled the study's jobs" in out, out
     deadline = time.monotonic() + 60
