@@ -464,7 +464,8 @@ def _jobs_table(s: Study, store: Store | None) -> None:
             state = q[0].lower() if q else "finished, not merged"
         counts[state] = counts.get(state, 0) + 1
         note = (j.note or "").splitlines()[0][:60] if j.note else ""
-        table.add_row(j.cls, str(j.repetition), j.job_id, state, (j.ended_at or j.submitted_at)[:19], note)
+        what = str(j.repetition) if j.repetition else "counts"  # round 0: the class's instruction counts
+        table.add_row(j.cls, what, j.job_id, state, (j.ended_at or j.submitted_at)[:19], note)
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in counts.items()))
 

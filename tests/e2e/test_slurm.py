@@ -220,6 +220,35 @@ def test_ctrl_c_cancels_the_studys_jobs(cluster: Cluster, tmp: Path) -> None:
     assert "cancelled" in dbsweep("status", study, env=cluster.env).stdout
 
 
+def test_instruction_counts_are_a_job_of_their_own_that_shares_the_node(cluster: Cluster, tmp: Path) -> None:
+    one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
+    study = _study(tmp, classes=one, repeats=1)
+    text = study.read_text().replace('[[targets]]\nname = "b"\nconfig = "wal_full"\n', "")
+    study.write_text(text + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\ninstruction_pairs = 1\n")
+    run = dbsweep("run", study, env=cluster.env, timeout=600)
+    assert "2 jobs merged (2 cells)" in run.stdout, run.stdout + run.stderr
+    assert re.search(r"t\.small instruction counts: submitted as job (\d+)", run.stderr), run.stderr
+    counts_job = re.search(r"t\.small instruction counts: submitted as job (\d+)", run.stderr)
+    round_job = re.search(r"t\.small round 1: submitted as job (\d+)", run.stderr)
+    assert counts_job and round_job
+    shown = {
+        j: subprocess.run(
+            ["scontrol", "--oneliner", "show", "job", j], capture_output=True, text=True, env=cluster.env, check=True
+        ).stdout
+        for j in (counts_job.group(1), round_job.group(1))
+    }
+    assert "OverSubscribe=NO" in shown[round_job.group(1)]  # the round had the node to itself
+    assert "OverSubscribe=NO" not in shown[counts_job.group(1)]  # the counts did not ask for it
+    db = sqlite3.connect(tmp / "ws" / "results.db")
+    counted = db.execute("SELECT step, per_event FROM instructions").fetchall()
+    db.close()
+    assert sorted(s for s, _ in counted) == ["load", "point-query_range=100"] and all(v and v > 0 for _, v in counted)
+    round_db = next((tmp / "ws" / "jobs" / "t.small").glob("r1-*/attempt-0/ws/results.db"))
+    with sqlite3.connect(round_db) as db:
+        assert db.execute("SELECT count(*) FROM instructions").fetchone()[0] == 0  # the round counted nothing
+    assert "counts" in dbsweep("status", study, env=cluster.env).stdout
+
+
 @pytest.mark.parametrize(
     ("classes", "says"),
     [

@@ -10,8 +10,9 @@ cancels the jobs this study submitted, by the ids Slurm gave them.
 
 The job side (`run_job`, as `dbsweep job FILE` on the node): the round's targets in the study's interleaved
 order, into a workspace of the job's own (its store, its data directories) beside the shared source and build
-caches; the instruction counts and profiles, which are per target, go with round 1. A requeued job (its node
-failed) starts its round again in a fresh attempt directory. When the round is done the job writes
+caches; the profiles, which are per target, go with round 1. The instruction counts, which count work and not
+time, are a job of their own (`round` 0) without `--exclusive`: it may share a node with other work. A requeued
+job (its node failed) starts its round again in a fresh attempt directory. When the round is done the job writes
 `complete.json` last: only a job with it is merged.
 
 Each class's results are a study of their own in the store (`TITLE.CLASS`), so a ratio never compares a base on
@@ -52,6 +53,8 @@ COMPLETE = "complete.json"
 LOG_LINES = 15
 # A node's memory may be a little under its class's round figure (the kernel's and firmware's share).
 MEMORY_SLACK = 0.85
+# The "round" of a class's job of instruction counts.
+COUNTS = 0
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,21 @@ def pending_rounds(study: Study, store: Store, run_id: int, rerun_failed: bool) 
     return sorted(rounds)
 
 
+def counts_pending(study: Study, store: Store, run_id: int, rerun_failed: bool) -> bool:
+    """Whether a class's study has an instruction count still to take."""
+    if not study.measure.instructions:
+        return False
+    have = store.instruction_counts(run_id)
+    if rerun_failed:
+        have = {k: v for k, v in have.items() if not v.get("error")}
+    steps = study.bench.instruction_steps()
+    return any((t.label, st) not in have for t in study.targets for st in steps)
+
+
+def _what(rep: int) -> str:
+    return "instruction counts" if rep == COUNTS else f"round {rep}"
+
+
 def _study_hash(study: Study) -> str:
     return hashlib.sha256(study.path.read_bytes()).hexdigest()
 
@@ -158,21 +176,24 @@ class Submission:
             )
         earlier = {j.repetition: j for j in job_records.of_study(self.store, sub.title) if j.run_id == run_id}
         live = slurm.queued([j.job_id for j in earlier.values() if j.state == "submitted"])
-        for rep in pending_rounds(sub, self.store, run_id, self.rerun_failed):
+        todo = pending_rounds(sub, self.store, run_id, self.rerun_failed)
+        if counts_pending(sub, self.store, run_id, self.rerun_failed):
+            todo.append(COUNTS)
+        for rep in todo:
             old = earlier.get(rep)
             if old is not None and old.state == "submitted":
                 state = live.get(old.job_id, ("", ""))[0]
                 if state in slurm.LIVE or self._complete(Path(old.dir)) is not None:
                     was = state.lower() or "done"
-                    self.say(f"{sub.title} round {rep}: job {old.job_id} of an earlier run is {was}; waiting")
+                    self.say(f"{sub.title} {_what(rep)}: job {old.job_id} of an earlier run is {was}; waiting")
                     self.watching[old.job_id] = old
                     continue
                 self._ended(old, state or slurm.final_state(old.job_id))
             self._submit(c, sub, run_id, rep, script)
 
     def _submit(self, c: ServerClass, sub: Study, run_id: int, rep: int, script: Path) -> None:
-        token = f"{sub.title}-r{rep}-{secrets.token_hex(4)}"
-        jobdir = self.root / sub.title / f"r{rep}-{token.rsplit('-', 1)[1]}"
+        token = f"{sub.title}-{'counts' if rep == COUNTS else f'r{rep}'}-{secrets.token_hex(4)}"
+        jobdir = self.root / sub.title / f"{'counts' if rep == COUNTS else f'r{rep}'}-{token.rsplit('-', 1)[1]}"
         jobdir.mkdir(parents=True)
         spec = {
             "study": str(self.study.path),
@@ -187,18 +208,21 @@ class Submission:
         job_id = slurm.submit(
             script,
             [sys.executable, "-m", "dbsweep", "job", str(jobdir / "job.json")],
-            name=f"dbsweep-{sub.title}-r{rep}",
+            name=f"dbsweep-{sub.title}-{'counts' if rep == COUNTS else f'r{rep}'}",
             output=jobdir / "slurm-%j.out",
             workdir=jobdir,
             partition=c.partition,
             constraint=c.constraint,
+            # Counts do not need a quiet machine: the CPUs they take, beside whatever else the node runs.
+            exclusive=rep != COUNTS,
+            cpus=(sub.measure.instruction_jobs or 1) if rep == COUNTS else None,
         )
         record = job_records.Job(
             token, sub.title, run_id, c.name, rep, job_id, str(jobdir), "submitted", now(), None, None
         )
         job_records.add(self.store, record)
         self.watching[job_id] = record
-        self.say(f"{sub.title} round {rep}: submitted as job {job_id}")
+        self.say(f"{sub.title} {_what(rep)}: submitted as job {job_id}")
 
     def _watch(self) -> Outcome:
         merged = failed = cells = 0
@@ -211,7 +235,7 @@ class Submission:
                     if seen.get(job_id) != state:
                         seen[job_id] = state
                         on = f" on {where}" if state == "RUNNING" else f" ({where})" if where else ""
-                        self.say(f"{record.study} round {record.repetition}: job {job_id} {state.lower()}{on}")
+                        self.say(f"{record.study} {_what(record.repetition)}: job {job_id} {state.lower()}{on}")
                     continue
                 del self.watching[job_id]
                 done = self._complete(Path(record.dir))
@@ -236,7 +260,7 @@ class Submission:
         got = merging.merge(self.store, attempt / "ws" / "results.db", record.run_id, f"{record.token}/{attempt.name}")
         job_records.ended(self.store, record.token, "merged", f"{got.cells} cells from {attempt.name}")
         what = "already merged" if got.again else f"{got.cells} cells merged"
-        self.say(f"{record.study} round {record.repetition}: job {record.job_id} done, {what}")
+        self.say(f"{record.study} {_what(record.repetition)}: job {record.job_id} done, {what}")
         return got.cells
 
     def _ended(self, record: job_records.Job, state: str) -> None:
@@ -244,7 +268,7 @@ class Submission:
         note = f"Slurm state {state}; its round stays pending"
         job_records.ended(self.store, record.token, "failed", f"{note}\n{tail}".strip())
         self.say(
-            f"{record.study} round {record.repetition}: job {record.job_id} ended {state} without finishing its "
+            f"{record.study} {_what(record.repetition)}: job {record.job_id} ended {state} without finishing its "
             f"round, which stays pending (run again to submit it). "
             f"Its log, {Path(record.dir)}/slurm-{record.job_id}.out:" + (f"\n{tail}" if tail else " (empty)")
         )
@@ -311,7 +335,12 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
         try:
             run_id = open_run(sub, store, fresh=False)
             with procs.cleanup_on_exit():
-                outcome = Runner(sub, store, console, rounds={int(spec["round"])}, where=where).run(run_id)
+                rep = int(spec["round"])
+                if rep == COUNTS:
+                    runner = Runner(sub, store, console, counts_only=True, where=where)
+                else:  # the counts are the counts job's
+                    runner = Runner(sub, store, console, rounds={rep}, count_steps=(), where=where)
+                outcome = runner.run(run_id)
         finally:
             store.close()
     result = {

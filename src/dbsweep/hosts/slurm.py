@@ -97,6 +97,7 @@ def submit(
     partition: str | None,
     constraint: str | None,
     exclusive: bool = True,
+    cpus: int | None = None,
 ) -> str:
     """Submits `script` with arguments `argv` (the script runs them); returns the job id."""
     opts = [
@@ -109,6 +110,8 @@ def submit(
     ]
     if exclusive:
         opts.append("--exclusive")
+    if cpus:
+        opts.append(f"--cpus-per-task={cpus}")
     if partition:
         opts.append(f"--partition={partition}")
     if constraint:
