@@ -41,6 +41,7 @@ from dbsweep.hosts import slurm
 from dbsweep.results import jobs as job_records
 from dbsweep.results import merge as merging
 from dbsweep.results.store import Store, now
+from dbsweep.runner import Runner, open_run
 from dbsweep.study import ServerClass, Study, load_study
 from dbsweep.workspace import writing
 
@@ -298,9 +299,6 @@ def _log_tail(jobdir: Path, job_id: str) -> str:
 
 def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
     """Runs one round of one class into the job's own workspace; writes complete.json last."""
-    from dbsweep.results.store import Store as JobStore
-    from dbsweep.runner import Runner, open_run
-
     started = now()
     spec = json.loads(spec_file.read_text())
     study = load_study(spec["study"])
@@ -331,7 +329,7 @@ def run_job(spec_file: Path, console: Console) -> dict[str, Any]:
         }
     }
     with writing(ws):
-        store = JobStore(ws / "results.db")
+        store = Store(ws / "results.db")
         try:
             run_id = open_run(sub, store, fresh=False)
             with procs.cleanup_on_exit():
