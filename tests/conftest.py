@@ -34,6 +34,7 @@ import pytest
 from dbsweep.engines import postgres
 from dbsweep.engines.base import Instance
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op
+from dbsweep.placement import Lockstep
 from dbsweep.suites.sysbench import Sysbench
 
 from . import sourcebuilds
@@ -183,6 +184,16 @@ def running_instance(
         instance.remove()
 
 
+def worker_cpu() -> Lockstep:
+    """The CPU this test worker's in-process counts run on in lockstep: the last for the first worker, the one
+    before it for the second, so two workers counting at once do not share one CPU (each count holds its CPU at a
+    fixed priority, and two on one CPU take turns)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    return Lockstep({cpus[-1 - index % len(cpus)]})
+
+
 def count_system_step(
     engine_name: str, config_text: str, home: Path, suite: Sysbench, step: str, repeats: int, amount: int | None = None
 ) -> InstructionCount:
@@ -201,6 +212,7 @@ def count_system_step(
         plan=suite.instruction_plan(step, 1, amount),
         tables=suite.tables(),
         repeats=repeats,
+        cpus=worker_cpu(),
     )
     # Stopped means stopped: the server, every backend and valgrind around each of them.
     assert processes_under(home) == []

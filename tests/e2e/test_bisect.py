@@ -165,7 +165,8 @@ def test_bisect_by_qps_never_names_a_commit_it_cannot_see(tmp: Path, repo: tuple
     path = CACHE / "bisect" / "faint"
     shas = make(_tree(), path, CULPRIT, iterations=2)
     assert shas[0] == repo[1][0]  # the same first commit: its build is shared
-    study = _study(tmp, path)
+    # 1 s cells: a cost of 0.2 % stays far below what QPS can see, and below min_effect, at any length.
+    study = _study(tmp, path, STUDY.replace("read_seconds = 2", "read_seconds = 1"))
     r = dbsweep(
         "bisect", study, "--good", shas[0], "--bad", "main", "--by", "qps", "--format", "json", check=False, timeout=900
     )

@@ -14,11 +14,12 @@ from dbsweep.measure import instructions, session
 from dbsweep.measure.instructions import CountPlan, InstructionCount
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import POSTGRES_UNDER_VALGRIND, count_system_step, own_dir, processes_under
+from ..conftest import POSTGRES_UNDER_VALGRIND, count_system_step, own_dir, processes_under, worker_cpu
 
 CONFIG = "shared_buffers=128MB\n"
 SUITE = Sysbench(SysbenchSettings(rows=10000))
 READS = ["point-query_range=100", "read-only_range=10"]
+STATS_BOUND = "points-notcovered-si_range=100"  # its plan's cost follows the column's most common values
 
 pytestmark = POSTGRES_UNDER_VALGRIND
 
@@ -28,7 +29,7 @@ def workdir(_test_root: Path) -> Iterator[Path]:
     yield from own_dir(_test_root, "session")
 
 
-def count_reads(home: Path, steps: list[session.SessionStep]) -> dict[str, InstructionCount | str]:
+def count_reads(home: Path, steps: list[session.SessionStep], repeats: int = 2) -> dict[str, InstructionCount | str]:
     engine = engine_named("postgres")
     got: dict[str, InstructionCount | str] = {}
 
@@ -44,6 +45,8 @@ def count_reads(home: Path, steps: list[session.SessionStep]) -> dict[str, Instr
         load=[SUITE.command(s, 1) for s in SUITE.setup_steps()],
         tables=SUITE.tables(),
         counted=counted,
+        repeats=repeats,
+        cpus=worker_cpu(),
     )
     assert processes_under(home) == []  # the server, every backend and valgrind around each
     return got
@@ -51,7 +54,10 @@ def count_reads(home: Path, steps: list[session.SessionStep]) -> dict[str, Instr
 
 @pytest.fixture(scope="module")
 def counts(workdir: Path) -> dict[str, InstructionCount | str]:
-    return count_reads(workdir / "s", [session.SessionStep(st, SUITE.instruction_plan(st, 1)) for st in READS])
+    """The reads, and the base of the A-A pair (`test_two_loads_of_the_tables_count_alike`), which its twin counts
+    in the same order, after the point query."""
+    steps = [READS[0], STATS_BOUND, READS[1]]
+    return count_reads(workdir / "s", [session.SessionStep(st, SUITE.instruction_plan(st, 1)) for st in steps])
 
 
 def test_a_session_counts_each_read_repeatably(counts: dict[str, InstructionCount | str]) -> None:
@@ -77,18 +83,24 @@ def test_a_session_counts_what_a_server_per_run_counts(
     """The same events counted both ways: the session saves the restarts, not the work."""
     point = counts[READS[0]]
     assert isinstance(point, InstructionCount)
-    fresh = count_system_step("postgres", CONFIG, workdir / "r", SUITE, READS[0], 1, point.amount)
+    # From the session's own pristine copy: the same tables, so the two methods are all that differs.
+    fresh = count_system_step("postgres", CONFIG, workdir / "s", SUITE, READS[0], 1, point.amount)
+    assert fresh.reused_data
     assert fresh.method == instructions.RESTART and fresh.amount == point.amount
     assert fresh.scheduling == point.scheduling
     assert abs(point.per_event / fresh.foreground_per_event - 1) < 0.002  # the default floor
 
 
-def test_a_failed_step_leaves_the_others_counted(workdir: Path) -> None:
+def test_a_failed_step_leaves_the_others_counted(counts: dict[str, InstructionCount | str], workdir: Path) -> None:
+    point = counts[READS[0]]
+    assert isinstance(point, InstructionCount)
     broken = CountPlan(lambda n: ["sysbench", "run", "--no-such-option", str(n)], short=5, keeps_state=True)
-    got = count_reads(
-        workdir / "s",  # the pristine copy of the first session is reused
-        [session.SessionStep("broken", broken), session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1))],
-    )
+    # The step after the failed one is counted on the same server; its amount known, one pair says it was.
+    steps = [
+        session.SessionStep("broken", broken),
+        session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1, point.amount)),
+    ]
+    got = count_reads(workdir / "s", steps, repeats=1)  # the pristine copy of the first session is reused
     assert isinstance(got["broken"], str) and "no-such-option" in got["broken"], got["broken"]
     c = got[READS[0]]
     assert isinstance(c, InstructionCount) and c.per_event > 0 and c.reused_data
@@ -98,18 +110,16 @@ def test_two_loads_of_the_tables_count_alike(counts: dict[str, InstructionCount 
     """An A-A pair: a second load of the same tables, counted with the base's amounts (so without the probe).
     Its statistics must be the same (ANALYZE reads every row), and its first runs must find the catalog cached as
     the probed target's did: both once moved a count by more than the floor."""
-    point = counts[READS[0]]
+    point, c1 = counts[READS[0]], counts[STATS_BOUND]
     assert isinstance(point, InstructionCount)
-    stats_bound = "points-notcovered-si_range=100"  # its plan's cost follows the column's most common values
-    first = count_reads(workdir / "aa1", [session.SessionStep(stats_bound, SUITE.instruction_plan(stats_bound, 1))])
-    c1 = first[stats_bound]
-    assert isinstance(c1, InstructionCount), c1
+    assert isinstance(c1, InstructionCount), c1  # probed, as the base's count is
     steps = [
         session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1, point.amount)),
-        session.SessionStep(stats_bound, SUITE.instruction_plan(stats_bound, 1, c1.amount)),
+        session.SessionStep(STATS_BOUND, SUITE.instruction_plan(STATS_BOUND, 1, c1.amount)),
     ]
-    second = count_reads(workdir / "aa2", steps)
-    for step, base in ((READS[0], point), (stats_bound, c1)):
+    # One pair each: a session's pairs repeat to parts in a million (test_a_session_counts_each_read_repeatably).
+    second = count_reads(workdir / "aa2", steps, repeats=1)
+    for step, base in ((READS[0], point), (STATS_BOUND, c1)):
         twin = second[step]
         assert isinstance(twin, InstructionCount) and twin.amount == base.amount, twin
         assert abs(twin.per_event / base.per_event - 1) < 0.001, (step, base.per_event, twin.per_event)

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,10 +146,11 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
-            if "pair 1 of 1" in line:  # the timed short run (20 s) starts
+            if "a timed run" in line:  # the first counted run (20 s, the probe) starts
                 break
-        # In the middle of the short run: the client, the backend and valgrind all busy (valgrind's start takes
-        # longer on a loaded machine, hence a wait rather than a fixed pause).
+        # In the middle of that run: the client, the backend and valgrind all busy (valgrind's start takes
+        # longer on a loaded machine, hence a wait rather than a fixed pause). Every run of the pass stops alike;
+        # the probe is the first, so no whole run comes before the Ctrl-C.
         wait_for(lambda: any("valgrind" in " ".join(p.info["cmdline"] or []) for p in processes_under(tmp)), 60)
         time.sleep(2)
         proc.send_signal(signal.SIGINT)
@@ -160,14 +163,52 @@ def test_ctrl_c_leaves_nothing_behind(tmp: Path) -> None:
     assert wait_no_processes(tmp, timeout=5) == []
 
 
-def test_counts_at_once_stop_on_ctrl_c_then_counts_only_then_the_cells(tmp: Path) -> None:
-    """run --counts-only, two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server,
-    client and valgrind and keeps the finished counts. Then --counts-only --target a takes a's remaining counts and
-    nothing of b's, no timed cell; the run after takes the timed cells and b's counts, and no count is taken again."""
-    study = write_study(tmp, rows=2000, seconds=1, warmup=0, steps='["point-query", "read-only"]')
-    measure = "\n[measure]\ninstructions = true\ninstruction_seconds = 2\ninstruction_pairs = 1\ninstruction_jobs = 2\n"
-    study.write_text(study.read_text() + measure)
-    proc = start_run(study, "--counts-only")
+@dataclass(frozen=True)
+class ThreeRuns:
+    """One study taken in three runs (`three_runs`): what each said and what the store held after it."""
+
+    tmp: Path
+    study: Path
+    env: dict[str, str]
+    profiled: bool  # perf can sample here, so the study asks for profiles
+    stopped: int  # the exit status of the run Ctrl-C stopped
+    stopped_out: str
+    left: list[str]  # what ran under tmp after it
+    interrupted: dict[tuple[str, str], float]  # per-event figures stored after each run
+    first: subprocess.CompletedProcess[str]  # --counts-only --target a
+    status_first: str
+    kept: dict[tuple[str, str], float]
+    run: subprocess.CompletedProcess[str]  # the plain run
+    status_run: str
+    after: dict[tuple[str, str], float]
+    report: Path  # the JSON report after the plain run (--out)
+
+
+@pytest.fixture(scope="module")
+def runs_dir(_test_root: Path) -> Iterator[Path]:
+    yield from own_dir(_test_root, "runs")
+
+
+@pytest.fixture(scope="module")
+def three_runs(runs_dir: Path) -> ThreeRuns:
+    """Two tests read one study's runs (each count of a Postgres load takes half a minute under valgrind): b logs
+    every statement; run --counts-only, two counts at once (a CPU each), stopped by Ctrl-C while both run; then
+    --counts-only --target a; then a plain run (the timed cells, b's counts and, where perf can sample, the
+    profiles)."""
+    tmp = runs_dir
+    perf = profile.detect()
+    extra = "profile = true\nprofile_seconds = 1\n" if perf.can_sample else ""
+    mp = pytest.MonkeyPatch()  # the configs' environment goes to each command, not to the other tests
+    try:
+        study = logging_study(tmp, mp, "postgres", "cx10a_c2r24", "\nlog_statement = 'all'\n", extra)
+        env = {"DBSWEEP_CONFIGS": os.environ["DBSWEEP_CONFIGS"]}
+    finally:
+        mp.undo()
+    # Two reads: a target's reads are counted in one session.
+    text = study.read_text().replace('steps = ["point-query"]', 'steps = ["point-query", "read-only"]')
+    assert '"read-only"' in text
+    study.write_text(text)
+    proc = start_run(study, "--counts-only", env=env)
     try:
 
         def counting() -> int:
@@ -183,22 +224,58 @@ def test_counts_at_once_stop_on_ctrl_c_then_counts_only_then_the_cells(tmp: Path
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, out
-    assert wait_no_processes(tmp, timeout=10) == []
+    left = [" ".join(cmdline(p)) for p in wait_no_processes(tmp, timeout=10)]
 
     def counted() -> dict[tuple[str, str], float]:
-        data = json.loads(dbsweep("report", study, "--format", "json").stdout)
-        return {(x["target"], x["step"]): x["per_event"] for x in data["instructions"] if x.get("per_event")}
+        data = json.loads(dbsweep("report", study, "--format", "json", env=env).stdout)
+        return per_event(data)
 
     interrupted = counted()
-    first = dbsweep("run", study, "--counts-only", "--target", "a")
-    assert (
-        re.search(r"a read-only_range=100 instructions: [\d,]+ instructions per event", first.stderr)
-        or ("a", "read-only_range=100") in interrupted
-    ), first.stderr
-    assert "the timed cells wait" in first.stdout
-    assert "done 0, failed 0, pending 6" in dbsweep("status", study).stdout
+    first = dbsweep("run", study, "--counts-only", "--target", "a", env=env)
+    status_first = dbsweep("status", study, env=env).stdout
     kept = counted()
+    run = dbsweep("run", study, env=env)
+    status_run = dbsweep("status", study, env=env).stdout
+    report = tmp / "r.json"
+    dbsweep("report", study, "--format", "json", "--out", report, env=env)
+    after = per_event(json.loads(report.read_text()))
+    return ThreeRuns(
+        tmp=tmp,
+        study=study,
+        env=env,
+        profiled=perf.can_sample,
+        stopped=proc.returncode,
+        stopped_out=out,
+        left=left,
+        interrupted=interrupted,
+        first=first,
+        status_first=status_first,
+        kept=kept,
+        run=run,
+        status_run=status_run,
+        after=after,
+        report=report,
+    )
+
+
+def per_event(report: dict[str, Any]) -> dict[tuple[str, str], float]:
+    return {(x["target"], x["step"]): x["per_event"] for x in report["instructions"] if x.get("per_event")}
+
+
+def test_counts_at_once_stop_on_ctrl_c_then_counts_only_then_the_cells(three_runs: ThreeRuns) -> None:
+    """run --counts-only, two counts at once (two targets, a CPU each): Ctrl-C while both run stops every server,
+    client and valgrind and keeps the finished counts. Then --counts-only --target a takes a's remaining counts and
+    nothing of b's, no timed cell; the run after takes the timed cells and b's counts, and no count is taken again."""
+    r = three_runs
+    assert r.stopped == 130, r.stopped_out
+    assert r.left == []
+    interrupted, kept, after = r.interrupted, r.kept, r.after
+    assert (
+        re.search(r"a read-only_range=100 instructions: [\d,]+ instructions per event", r.first.stderr)
+        or ("a", "read-only_range=100") in interrupted
+    ), r.first.stderr
+    assert "the timed cells wait" in r.first.stdout
+    assert "done 0, failed 0, pending 6" in r.status_first
     assert {k for k in kept if k[0] == "a"} == {
         ("a", "load"),
         ("a", "point-query_range=100"),
@@ -206,9 +283,7 @@ def test_counts_at_once_stop_on_ctrl_c_then_counts_only_then_the_cells(tmp: Path
     }
     assert {k for k in kept if k[0] == "b"} == {k for k in interrupted if k[0] == "b"}  # nothing more of b's
     assert all(kept[k] == v for k, v in interrupted.items())  # what Ctrl-C left was kept
-    dbsweep("run", study)
-    assert "done 6, failed 0, pending 0" in dbsweep("status", study).stdout
-    after = counted()
+    assert "done 6, failed 0, pending 0" in r.status_run
     assert set(after) == {(t, s) for t in "ab" for s in ("load", "point-query_range=100", "read-only_range=100")}
     assert all(after[k] == v for k, v in kept.items())  # no count was taken again
 
@@ -234,21 +309,21 @@ def test_a_build_valgrind_cannot_run_is_not_counted_and_not_built(tmp: Path) -> 
     assert all(x["per_event"] is None and "-march=x86-64-v4" in x["error"] for x in b.values()), b
 
 
-def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_decides_by_instructions_and_says_why(three_runs: ThreeRuns) -> None:
     """Through the command line: b logs every statement (more work per query, in the logging functions). The
-    run counts both targets' instructions; every report format shows the verdict, and `why` names the functions;
+    runs count both targets' instructions; every report format shows the verdict, and `why` names the functions;
     where perf can sample, the HTML report has the flame graphs."""
-    perf = profile.detect()
-    extra = "profile = true\nprofile_seconds = 2\n" if perf.can_sample else ""
+    runs = three_runs
+    tmp, study, env = runs.tmp, runs.study, runs.env
     # Two counts at once, a CPU each: the verdict and the functions are the same as one at a time.
-    study = logging_study(tmp, monkeypatch, "postgres", "cx10a_c2r24", "\nlog_statement = 'all'\n", extra)
-    run = dbsweep("run", study)
     # In a log (stderr is not a terminal here), a line per count as per cell.
-    assert re.search(r"\[\d+/\d+\] b point-query_range=100 instructions: [\d,]+ instructions per event", run.stderr)
-    assert re.search(r"\[\d+/\d+\] a load instructions: [\d,]+ instructions per row", run.stderr), run.stderr
-    out = tmp / "r.json"
-    dbsweep("report", study, "--format", "json", "--out", out)
-    data = json.loads(out.read_text())
+    assert re.search(
+        r"\[\d+/\d+\] b point-query_range=100 instructions: [\d,]+ instructions per event", runs.run.stderr
+    ), runs.run.stderr
+    assert re.search(r"\[\d+/\d+\] a load instructions: [\d,]+ instructions per row", runs.first.stderr) or (
+        ("a", "load") in runs.interrupted
+    ), runs.first.stderr
+    data = json.loads(runs.report.read_text())
     got = {(x["target"], x["step"]): x for x in data["instructions"]}
     point = got[("b", "point-query_range=100")]
     assert point["verdict"] == "slower" and point["ratio"] > 1.01, point
@@ -260,9 +335,9 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     assert got[("b", "load")]["verdict"] is not None and got[("a", "load")]["per_event"] > 0
     row = next(r for r in data["rows"] if r["target"] == "b" and r["step"] == "point-query_range=100")
     assert row["instr_verdict"] == "slower" and row["instr_ratio"] == pytest.approx(point["ratio"])
-    group = next(g for g in data["groups"] if g["target"] == "b")
+    group = next(g for g in data["groups"] if g["target"] == "b" and g["group"] == "point")
     assert group.get("instr_slower") == 1
-    md = dbsweep("report", study, "--format", "markdown").stdout
+    md = dbsweep("report", study, "--format", "markdown", env=env).stdout
     assert "## Instructions per event" in md and "Why, point-query_range=100, `b`" in md
     # The answer first, with the verdict's own figures and the top function of its why.
     assert md.index("## The answer") < md.index("## Relative QPS")
@@ -277,13 +352,13 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
     assert not any(f["file"].startswith("/") and "/sources/" in f["file"] for f in point["why"])  # within the tree
     assert "synchronous_commit = on" in md  # the settings the count held, said
     html = tmp / "r.html"
-    dbsweep("report", study, "--format", "html", "--out", html)
+    dbsweep("report", study, "--format", "html", "--out", html, env=env)
     assert 'id="instructions"' in html.read_text() and "why: point-query_range=100" in html.read_text()
-    why = dbsweep("why", study, "--target", "b", "--step", "point-query_range=100", "--top", "5").stdout
+    why = dbsweep("why", study, "--target", "b", "--step", "point-query_range=100", "--top", "5", env=env).stdout
     assert "instructions per event" in why and top[0] in why
     assert f"b runs {point['instr_per_event']:,.0f} instructions per event" in why  # the verdict's figure
-    assert dbsweep("why", study, "--target", "b", "--step", "point-query", "--top", "5").stdout == why
-    if not perf.can_sample:
+    assert dbsweep("why", study, "--target", "b", "--step", "point-query", "--top", "5", env=env).stdout == why
+    if not runs.profiled:
         return
     profiles = {(x["target"], x["step"]): x for x in data["profiles"]}
     for t in "ab":
@@ -292,4 +367,6 @@ def test_a_run_decides_by_instructions_and_says_why(tmp: Path, monkeypatch: pyte
         assert prof["folded"].count("\n") >= 1 and prof["call_graph"] in ("fp", "dwarf,16384")
         assert set(prof["per_event"]) >= {"task-clock", "cycles"}  # cycles may be None: not every host counts it
     page = html.read_text()
-    assert 'id="flames"' in page and page.count('<iframe class="flame"') == 3  # a, b, and b against a
+    # Per step: a, b, and b against a.
+    assert 'id="flames"' in page and page.count('<iframe class="flame" title="point-query_range=100: ') == 3
+    assert page.count('<iframe class="flame"') == 6
