@@ -29,7 +29,7 @@ DEFAULT_PAIRS = {("postgres", "tpcds"), ("mariadb", "tpch"), ("sqlite", "tpch"),
 TPCH_ROWS = {"q01": 4, "q04": 5, "q12": 2, "q03": 10, "q10": 20}
 # Runs long on every engine: a billion rows of a join with no condition (1,000 rows each side, within MariaDB's
 # limit on a recursion's iterations).
-SLOW = (
+SLOW_QUERY = (
     "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) SELECT count(*) FROM c a, c b, c d"
 )
 
@@ -67,7 +67,7 @@ def test_a_data_set_loads_in_timed_phases_and_every_query_runs(
 
 def test_a_query_past_its_timeout_is_recorded_as_timed_out(server: Instance, home: Path, tmp_path: Path) -> None:
     (tmp_path / "tpch").mkdir()
-    (tmp_path / "tpch" / "q01.sql").write_text(f"-- a query that runs long\n{SLOW}\n")
+    (tmp_path / "tpch" / "q01.sql").write_text(f"-- a query that runs long\n{SLOW_QUERY}\n")
     command = ["analytics", "query", "--set", "tpch", "--dir", str(tmp_path), "--scale", "1", "--query", "q01"]
     s = run(server, home, [*command, "--repeats", "2", "--warmup-runs", "0", "--timeout-s", "1"]).result.flat()
     assert s["failed"] == "timeout after 1 s", {k: s.get(k) for k in ("failed", "errors", "events", "runs_s")}

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -22,6 +23,7 @@ from ..conftest import (
     cmdline,
     dbsweep,
     foreign_process,
+    own_dir,
     start_run,
     wait_for,
     wait_no_processes,
@@ -32,7 +34,9 @@ pytestmark = pytest.mark.server
 
 STEPS = '["point-query", "read-only"]'
 POINT = "point-query_range=100"
-READ_ONLY = "read-only_range=100"
+# The step after the faulted one: a write, timed by write_seconds, so it can be short while point-query is long.
+NEXT = "update-nonindex_range=100"
+FAULTED_STEPS = '["point-query", "update-nonindex"]'
 
 
 def cells(tmp: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
@@ -72,49 +76,91 @@ def running(study: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
             proc.wait()
 
 
-def inject(tmp: Path, fault: str) -> tuple[subprocess.Popen[str], str]:
-    """Runs a two-target study and does `fault` to target a in the middle of its point-query step."""
-    study = write_study(tmp, rows=10000, seconds=5, warmup=1, steps=STEPS)
+# Each fault's target in the one faulted run; d is left alone, to show the study goes on after all three.
+FAULTED = {"postmaster": "a", "backend": "b", "client": "c"}
+EXTRA_TARGETS = """
+[[targets]]
+name = "c"
+source = "system"
+config = "cx10a_c2r24"
+
+[[targets]]
+name = "d"
+source = "system"
+config = "cx10a_sb1g_c2r24"
+"""
+
+
+@dataclass
+class Faulted:
+    dir: Path
+    returncode: int
+    out: str
+
+
+def inject(run: subprocess.Popen[str], target: str, fault: str) -> None:
+    """Does `fault` to `target` in the middle of its point-query step."""
+    # As long as a run of its own had to finish in: the targets before it take their time on a busy machine.
+    wait_for(lambda: step_running(run, target, "point-query") is not None or run.poll() is not None, timeout=300)
+    client = step_running(run, target, "point-query")
+    assert client is not None, f"{target}'s step never ran"
+    time.sleep(2.5)  # past the warm-up, into the measured seconds
+    postmaster = postmaster_of(run, target)
+    if fault == "postmaster":
+        postmaster.kill()
+    elif fault == "backend":
+        backends = [p for p in postmaster.children() if " ".join(cmdline(p)).startswith("postgres: dbsweep dbsweep")]
+        assert backends, [cmdline(p) for p in postmaster.children()]
+        backends[0].kill()
+    else:
+        client.kill()
+
+
+@pytest.fixture(scope="module")
+def faulted(_test_root: Path) -> Iterator[Faulted]:
+    """One four-target run that does each fault to its own target (FAULTED) in the middle of its point-query
+    step: the targets run one after another on servers of their own, so the faults do not meet, and one run
+    pays for the steps that every fault's own run would repeat."""
+    place = own_dir(_test_root, "faulted")
+    tmp = next(place)
+    study = write_study(tmp, rows=10000, seconds=5, warmup=1, steps=FAULTED_STEPS)
+    text = study.read_text()
+    assert "write_seconds = 5\n" in text
+    study.write_text(text.replace("write_seconds = 5\n", "write_seconds = 1\n") + EXTRA_TARGETS)
     with running(study) as run:
-        wait_for(lambda: step_running(run, "a", "point-query") is not None or run.poll() is not None)
-        client = step_running(run, "a", "point-query")
-        assert client is not None, "the step never ran"
-        time.sleep(2.5)  # past the warm-up, into the measured seconds
-        postmaster = postmaster_of(run, "a")
-        if fault == "postmaster":
-            postmaster.kill()
-        elif fault == "backend":
-            backends = [
-                p for p in postmaster.children() if " ".join(cmdline(p)).startswith("postgres: dbsweep dbsweep")
-            ]
-            assert backends, [cmdline(p) for p in postmaster.children()]
-            backends[0].kill()
-        else:
-            client.kill()
+        for fault, target in FAULTED.items():
+            try:
+                inject(run, target, fault)
+            except AssertionError as e:
+                run.kill()
+                said, _ = run.communicate(timeout=60)
+                raise AssertionError(f"{fault} on {target}: {e}; the run said:\n{said[-4000:]}") from e
         out, _ = run.communicate(timeout=300)
     assert not wait_no_processes(tmp, timeout=60)
-    return run, out
+    yield Faulted(tmp, run.returncode, out)
+    next(place, None)  # own_dir's check: nothing left running under it
 
 
-def assert_study_went_on(tmp: Path, out: str) -> None:
-    got = cells(tmp)
-    assert got[("a", "load")][0] == "done", "an earlier cell was changed"
-    for step in ("load", POINT, READ_ONLY):
-        assert got[("b", step)] == ("done", None), (step, out)
-    assert "Traceback" not in out
+def assert_study_went_on(f: Faulted, target: str) -> None:
+    got = cells(f.dir)
+    assert got[(target, "load")][0] == "done", "an earlier cell was changed"
+    for step in ("load", POINT, NEXT):
+        assert got[("d", step)] == ("done", None), (step, f.out)
+    assert "Traceback" not in f.out
 
 
-def test_killed_postmaster_fails_its_step_not_the_next_and_resumes(tmp: Path) -> None:
-    run, out = inject(tmp, "postmaster")
-    assert run.returncode == 1, out
+def test_killed_postmaster_fails_its_step_not_the_next_and_resumes(faulted: Faulted) -> None:
+    tmp = faulted.dir
+    assert faulted.returncode == 1, faulted.out
     got = cells(tmp)
     status, error = got[("a", POINT)]
     assert status == "failed" and error is not None
     assert error.startswith("the server died during the step: its postmaster (PID "), error
     assert "killed by SIGKILL" in error
-    assert got[("a", READ_ONLY)] == ("failed", f"not run: the server failed during a {POINT} c1 r1")
-    assert_study_went_on(tmp, out)
-    assert "Run 1: 4 cells done, 2 failed." in out
+    assert got[("a", NEXT)] == ("failed", f"not run: the server failed during a {POINT} c1 r1")
+    assert_study_went_on(faulted, "a")
+    # a: its load done, two failed; b (backend): the same; c (client): its load and next step done; d: three done.
+    assert "Run 1: 7 cells done, 5 failed." in faulted.out
     # The data directory was kept, with the PID file the killed server left. Let its PID now belong to a
     # process named postgres that is not ours: the retry must set the file aside and never signal it.
     datadir = next((tmp / "ws" / "data").glob("*/a/r1/pgdata"))
@@ -122,7 +168,7 @@ def test_killed_postmaster_fails_its_step_not_the_next_and_resumes(tmp: Path) ->
     try:
         started = int(psutil.Process(foreign.pid).create_time())
         (datadir / "postmaster.pid").write_text(f"{foreign.pid}\n{datadir}\n{started}\n5432\n/tmp\n")
-        r = dbsweep("run", tmp / "t.toml", "--rerun-failed")
+        r = dbsweep("run", tmp / "t.toml", "--rerun-failed", "--target", "a")
         assert foreign.poll() is None and not (tmp / "signals").exists()
     finally:
         foreign.kill()
@@ -134,31 +180,29 @@ def test_killed_postmaster_fails_its_step_not_the_next_and_resumes(tmp: Path) ->
     assert "set it aside" in r.stderr
 
 
-def test_killed_backend_is_a_crash_restart_and_fails_its_step(tmp: Path) -> None:
-    run, out = inject(tmp, "backend")
-    assert run.returncode == 1, out
-    got = cells(tmp)
-    status, error = got[("a", POINT)]
+def test_killed_backend_is_a_crash_restart_and_fails_its_step(faulted: Faulted) -> None:
+    assert faulted.returncode == 1, faulted.out
+    got = cells(faulted.dir)
+    status, error = got[("b", POINT)]
     assert status == "failed" and error is not None
     assert error.startswith("the server crash-restarted its backends during the step"), error
     assert "was terminated by signal 9" in error
-    assert got[("a", READ_ONLY)][0] == "failed" and "not run" in str(got[("a", READ_ONLY)][1])
-    assert_study_went_on(tmp, out)
+    assert got[("b", NEXT)][0] == "failed" and "not run" in str(got[("b", NEXT)][1])
+    assert_study_went_on(faulted, "b")
 
 
-def test_killed_load_client_fails_its_step_and_the_server_goes_on(tmp: Path) -> None:
-    run, out = inject(tmp, "client")
-    assert run.returncode == 1, out
-    got = cells(tmp)
-    assert got[("a", POINT)] == (
+def test_killed_load_client_fails_its_step_and_the_server_goes_on(faulted: Faulted) -> None:
+    assert faulted.returncode == 1, faulted.out
+    got = cells(faulted.dir)
+    assert got[("c", POINT)] == (
         "failed",
         "the load client (dbsweep-load sysbench) was killed by SIGKILL before the step ended",
     )
     # The server was not disturbed: the next step ran on it and is a result.
-    assert got[("a", READ_ONLY)] == ("done", None)
-    assert_study_went_on(tmp, out)
+    assert got[("c", NEXT)] == ("done", None)
+    assert_study_went_on(faulted, "c")
     # A failed cell left from before keeps the exit status at 1, and says how to retry it.
-    r = dbsweep("run", tmp / "t.toml", check=False)
+    r = dbsweep("run", faulted.dir / "t.toml", check=False)
     assert r.returncode == 1 and "Nothing to run" in r.stdout
     assert "use --rerun-failed" in r.stderr
 

@@ -24,7 +24,7 @@ from dbsweep.sources import debian
 from dbsweep.sources.resolve import copy_of
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import dbsweep
+from ..conftest import dbsweep, worker_cpu
 
 pytestmark = pytest.mark.server
 
@@ -180,6 +180,7 @@ def test_instructions_count_the_whole_client(tmp: Path) -> None:
         load=[suite.command("load", 1)],
         plan=suite.instruction_plan("point-query_range=100", 1),
         tables=suite.tables(),
+        cpus=worker_cpu(),
     )
     assert count.counted == "client"
     assert 5_000 < count.per_query < 500_000, count.per_query  # a point query, the client's own work included
