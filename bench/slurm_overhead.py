@@ -27,45 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.slurm import missing, private_cluster  # noqa: E402
+from tests.slurm import missing, private_cluster, study_text  # noqa: E402
 
 from dbsweep.results import merge  # noqa: E402
 from dbsweep.results.store import Store  # noqa: E402
 from dbsweep.runner import open_run  # noqa: E402
 from dbsweep.study import load_study  # noqa: E402
-
-STUDY = """name = "o"
-engine = "sqlite"
-base = "a"
-repeats = {rounds}
-workspace = "{ws}"
-
-[suite]
-steps = ["point-query"]
-tables = 1
-rows = 2000
-clients = [1]
-read_seconds = 1
-write_seconds = 1
-warmup_seconds = 0
-maintenance_seconds = 0
-
-[hosts]
-scheduler = "slurm"
-poll_seconds = 0.2
-
-[[hosts.classes]]
-name = "small"
-partition = "small"
-
-[[targets]]
-name = "a"
-config = "wal_normal"
-
-[[targets]]
-name = "b"
-config = "wal_full"
-"""
 
 
 def _t(iso: str) -> float:
@@ -85,7 +52,8 @@ def main() -> None:
         with private_cluster(top / "cluster") as cluster:
             ws = top / "ws"
             study_path = top / "o.toml"
-            study_path.write_text(STUDY.format(rounds=args.rounds, ws=ws))
+            one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
+            study_path.write_text(study_text(ws, one, name="o", repeats=args.rounds, poll_seconds=0.2))
             t0 = time.monotonic()
             subprocess.run(
                 [str(ROOT / ".venv/bin/dbsweep"), "run", str(study_path)],

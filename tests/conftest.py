@@ -312,6 +312,18 @@ def start_run(study: Path, *args: str, env: dict[str, str] | None = None) -> sub
     )
 
 
+@contextlib.contextmanager
+def running(study: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """`dbsweep run STUDY` in the background (`start_run`); killed if a check fails before it ends."""
+    proc = start_run(study, *args, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def wait_for(pred: Callable[[], object], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

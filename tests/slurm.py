@@ -39,6 +39,49 @@ def missing() -> str | None:
     return None
 
 
+def study_text(
+    workspace: Path,
+    classes: str,
+    *,
+    name: str = "t",
+    repeats: int = 2,
+    read_seconds: int = 1,
+    rows: int = 2000,
+    poll_seconds: float = 0.5,
+) -> str:
+    """A study of two targets of SQLite's prebuilt library (a: WAL normal, b: WAL full), one point-query step, run
+    through Slurm on `classes` (their [[hosts.classes]] tables)."""
+    return f"""name = "{name}"
+engine = "sqlite"
+base = "a"
+repeats = {repeats}
+workspace = "{workspace}"
+
+[suite]
+steps = ["point-query"]
+tables = 1
+rows = {rows}
+clients = [1]
+read_seconds = {read_seconds}
+write_seconds = 1
+warmup_seconds = 0
+maintenance_seconds = 0
+
+[hosts]
+scheduler = "slurm"
+poll_seconds = {poll_seconds}
+{classes}
+
+[[targets]]
+name = "a"
+config = "wal_normal"
+
+[[targets]]
+name = "b"
+config = "wal_full"
+"""
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

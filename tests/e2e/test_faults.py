@@ -4,7 +4,6 @@ archived and misplaced stores and workspaces are plain errors."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sqlite3
@@ -24,7 +23,7 @@ from ..conftest import (
     dbsweep,
     foreign_process,
     own_dir,
-    start_run,
+    running,
     wait_for,
     wait_no_processes,
     write_study,
@@ -63,17 +62,6 @@ def step_running(run: subprocess.Popen[str], target: str, step: str) -> psutil.P
 
 def postmaster_of(run: subprocess.Popen[str], target: str) -> psutil.Process:
     return next(p for p in children_of(run) if "-D" in cmdline(p) and f"/{target}/r1/pgdata" in " ".join(cmdline(p)))
-
-
-@contextlib.contextmanager
-def running(study: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
-    proc = start_run(study, *args)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 # Each fault's target in the one faulted run; d is left alone, to show the study goes on after all three.

@@ -4,7 +4,6 @@ pending and a later run completes it; bad classes are refused before any job is 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
@@ -21,8 +20,8 @@ import pytest
 from dbsweep.results import merge
 from dbsweep.results.store import Store
 
-from ..conftest import dbsweep, start_run, wait_for
-from ..slurm import Cluster, missing, private_cluster
+from ..conftest import dbsweep, running, wait_for
+from ..slurm import Cluster, missing, private_cluster, study_text
 
 pytestmark = pytest.mark.server
 
@@ -44,37 +43,7 @@ def cluster() -> Iterator[Cluster]:
 
 def _study(tmp: Path, *, classes: str, repeats: int = 2, read_seconds: int = 1, rows: int = 2000) -> Path:
     path = tmp / "t.toml"
-    path.write_text(
-        f"""name = "t"
-engine = "sqlite"
-base = "a"
-repeats = {repeats}
-workspace = "{tmp / "ws"}"
-
-[suite]
-steps = ["point-query"]
-tables = 1
-rows = {rows}
-clients = [1]
-read_seconds = {read_seconds}
-write_seconds = 1
-warmup_seconds = 0
-maintenance_seconds = 0
-
-[hosts]
-scheduler = "slurm"
-poll_seconds = 0.5
-{classes}
-
-[[targets]]
-name = "a"
-config = "wal_normal"
-
-[[targets]]
-name = "b"
-config = "wal_full"
-"""
-    )
+    path.write_text(study_text(tmp / "ws", classes, repeats=repeats, read_seconds=read_seconds, rows=rows))
     return path
 
 
@@ -153,18 +122,6 @@ def test_two_classes_two_rounds_merge_once_with_their_node_class_and_job(cluster
     assert data["study"] == "t.large" and {r["target"] for r in data["rows"]} == {"a", "b"}
 
 
-@contextlib.contextmanager
-def _running(study: Path, cluster: Cluster) -> Iterator[subprocess.Popen[str]]:
-    """`dbsweep run STUDY` in the background on the cluster; killed if a check fails before it ends."""
-    proc = start_run(study, env=cluster.env)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 def _queued(cluster: Cluster) -> list[tuple[str, str]]:
     r = subprocess.run(
         ["squeue", "--noheader", "--format=%i|%T"], capture_output=True, text=True, env=cluster.env, check=True
@@ -177,7 +134,7 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
 ) -> None:
     one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
     study = _study(tmp, classes=one, repeats=1, read_seconds=4, rows=20000)
-    with _running(study, cluster) as proc:
+    with running(study, env=cluster.env) as proc:
         # Cancelled once its round has a finished cell (the load) in the job's own store.
         wait_for(lambda: any((tmp / "ws" / "jobs").glob("t.small/r1-*/attempt-0/ws/results.db")), timeout=120)
         job_db = next((tmp / "ws" / "jobs").glob("t.small/r1-*/attempt-0/ws/results.db"))
@@ -187,12 +144,12 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
                 return bool(db.execute("SELECT count(*) FROM cells").fetchone()[0])
 
         wait_for(a_cell, timeout=120)
-        running = [j for j, st in _queued(cluster) if st == "RUNNING"]
-        assert len(running) == 1, _queued(cluster)
-        subprocess.run(["scancel", running[0]], env=cluster.env, check=True)
+        busy = [j for j, st in _queued(cluster) if st == "RUNNING"]
+        assert len(busy) == 1, _queued(cluster)
+        subprocess.run(["scancel", busy[0]], env=cluster.env, check=True)
         out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 1, out
-    assert f"job {running[0]} ended CANCELLED without finishing its round" in out, out
+    assert f"job {busy[0]} ended CANCELLED without finishing its round" in out, out
     assert _cells(tmp / "ws") == []  # nothing of the cancelled round was merged
     status = dbsweep("status", study, env=cluster.env).stdout
     assert "pending 4" in status and "failed" in status
@@ -207,7 +164,7 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
 def test_ctrl_c_cancels_the_studys_jobs(cluster: Cluster, tmp: Path) -> None:
     one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
     study = _study(tmp, classes=one, repeats=1, read_seconds=4, rows=20000)
-    with _running(study, cluster) as proc:
+    with running(study, env=cluster.env) as proc:
         wait_for(lambda: any(st == "RUNNING" for _, st in _queued(cluster)), timeout=120)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
