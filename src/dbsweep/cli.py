@@ -122,6 +122,12 @@ def validate(
             f"(base {s.base}), {what}, {s.repeats} repetition(s): {len(cells)} cells",
         )
     )
+    parts = s.parts()
+    if len(parts) > 1:
+        # Each part (a server class, a setup) is the study again, sized by its class: its cells and time too.
+        where = "one after another here" if s.hosts.scheduler == "local" else "as Slurm jobs, a round each"
+        sizes = ", ".join(f"{p.title} {len(plan.cells(p))} cells" for p in parts)
+        console.print(f"{len(parts)} parts, {where}: {sizes}; the estimate below is for one part")
     console.print(estimate)
 
 

@@ -113,6 +113,8 @@ def test_two_classes_two_rounds_merge_once_with_their_node_class_and_job(cluster
 
     again = dbsweep("run", study, env=cluster.env)
     assert "Nothing to submit" in again.stdout
+    checked = dbsweep("validate", study, env=cluster.env).stdout
+    assert "2 parts, as Slurm jobs, a round each: t.small 8 cells, t.large 8 cells" in checked, checked
     # A report per class; to a file, the class is named.
     both = dbsweep("report", study, env=cluster.env).stdout
     assert both.index("t.small: QPS") < both.index("t.large: QPS")
