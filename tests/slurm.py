@@ -10,8 +10,9 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,15 +187,28 @@ def private_cluster(root: Path) -> Iterator[Cluster]:
         _stop(started)
 
 
+@contextlib.contextmanager
+def temporary_cluster() -> Iterator[Cluster]:
+    """A private cluster in a new temporary directory, removed at the end; the cluster's `root.parent` is free
+    for the caller's own files. Not under pytest's private temporary directories: munged wants every directory
+    above its socket open to all."""
+    top = Path(tempfile.mkdtemp(prefix="dbsweep-slurm-"))
+    top.chmod(0o755)
+    try:
+        with private_cluster(top / "cluster") as c:
+            yield c
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def _idle(env: dict[str, str]) -> bool:
     r = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, env=env, check=False)
     return r.returncode == 0 and "idle" in r.stdout
 
 
 def _wait_for(
-    ready: object, root: Path, what: str, started: list[subprocess.Popen[bytes]], timeout: float = 60
+    ready: Callable[[], bool], root: Path, what: str, started: list[subprocess.Popen[bytes]], timeout: float = 60
 ) -> None:
-    assert callable(ready)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and all(p.poll() is None for p in started):
         if ready():

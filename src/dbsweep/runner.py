@@ -789,8 +789,7 @@ class Runner:
         try:
             cap.confine(instance.pid)
         except memcap.CapError:
-            instance.stop()
-            cap.remove()
+            cap.remove()  # the caller stops the server, as for a start that failed
             raise
         return cap
 

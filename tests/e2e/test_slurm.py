@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,7 @@ from dbsweep.results import merge
 from dbsweep.results.store import Store
 
 from ..conftest import dbsweep, running, wait_for
-from ..slurm import Cluster, missing, private_cluster, study_text
+from ..slurm import Cluster, missing, study_text, temporary_cluster
 
 pytestmark = pytest.mark.server
 
@@ -31,14 +29,8 @@ def cluster() -> Iterator[Cluster]:
     lacking = missing()
     if lacking:
         pytest.fail(lacking)
-    # Not under pytest's private temporary directory: munged wants every directory above its socket open to all.
-    root = Path(tempfile.mkdtemp(prefix="dbsweep-slurm-"))
-    root.chmod(0o755)
-    try:
-        with private_cluster(root / "cluster") as c:
-            yield c
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with temporary_cluster() as c:
+        yield c
 
 
 def _study(tmp: Path, *, classes: str, repeats: int = 2, read_seconds: int = 1, rows: int = 2000) -> Path:

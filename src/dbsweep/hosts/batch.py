@@ -149,7 +149,7 @@ class Submission:
         self.watching: dict[str, job_records.Job] = {}  # Slurm job id -> its record
 
     def run(self, runs: dict[str, int]) -> Outcome:
-        """`runs`: class name -> the run id of its study in the store."""
+        """`runs`: each part's title (`TITLE.CLASS[.SETUP]`) -> the run id of its study in the store."""
         check_cluster(self.study)
         self.root.mkdir(parents=True, exist_ok=True)
         script = self.root / "job.sh"
@@ -193,8 +193,9 @@ class Submission:
             self._submit(c, sub, run_id, rep, script)
 
     def _submit(self, c: ServerClass, sub: Study, run_id: int, rep: int, script: Path) -> None:
-        token = f"{sub.title}-{'counts' if rep == COUNTS else f'r{rep}'}-{secrets.token_hex(4)}"
-        jobdir = self.root / sub.title / f"{'counts' if rep == COUNTS else f'r{rep}'}-{token.rsplit('-', 1)[1]}"
+        which, nonce = "counts" if rep == COUNTS else f"r{rep}", secrets.token_hex(4)
+        token = f"{sub.title}-{which}-{nonce}"
+        jobdir = self.root / sub.title / f"{which}-{nonce}"
         jobdir.mkdir(parents=True)
         spec = {
             "study": str(self.study.path),
@@ -209,7 +210,7 @@ class Submission:
         job_id = slurm.submit(
             script,
             [sys.executable, "-m", "dbsweep", "job", str(jobdir / "job.json")],
-            name=f"dbsweep-{sub.title}-{'counts' if rep == COUNTS else f'r{rep}'}",
+            name=f"dbsweep-{sub.title}-{which}",
             output=jobdir / "slurm-%j.out",
             workdir=jobdir,
             partition=c.partition,
