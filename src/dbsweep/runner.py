@@ -15,6 +15,7 @@ import functools
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from dbsweep import configs, installs, loadclient, memcap, placement, plan, provenance, workspace
-from dbsweep.engines.base import Access, EngineError, Install, Instance
+from dbsweep.engines.base import Access, EngineError, Install, Instance, Watermark
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError, StepError
 from dbsweep.hosts import Executor, GroupJob, Local
@@ -134,6 +135,23 @@ class Outcome:
     failed: int = 0
     skipped_failed: int = 0
     failures: list[str] = field(default_factory=list)
+
+
+# After a step that failed, how long the server may take to write its own account of a crash (a postmaster logs a
+# crashed backend once it has reaped it, a moment after the client saw its connection reset), and how often to look.
+SETTLE_S = 3.0
+SETTLE_POLL_S = 0.1
+
+
+def _disturbance(instance: Instance, mark: Watermark, step_failed: bool) -> str | None:
+    """The server's account of what disturbed a step; after a failed step it is awaited a moment, so the client's
+    "connection reset" never stands in for the crash that caused it."""
+    found = instance.disturbance_since(mark)
+    deadline = time.monotonic() + SETTLE_S
+    while found is None and step_failed and time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL_S)
+        found = instance.disturbance_since(mark)
+    return found
 
 
 def _resuming(run_id: int, planned: int, todo: int, kept_failed: int, counts: dict[str, list[str]]) -> str:
@@ -704,7 +722,7 @@ class Runner:
                     try:
                         self._step(instance, access, key, lambda m: None)
                     except StepError as e:
-                        raise StepError(instance.disturbance_since(mark) or str(e)) from e
+                        raise StepError(_disturbance(instance, mark, step_failed=True) or str(e)) from e
                     _mark_state(instance, key.step, self.serverless)
             except (EngineError, StepError) as e:
                 error = f"the server could not be readied for its steps: {e}"
@@ -729,7 +747,7 @@ class Runner:
                 except StepError as e:
                     failure = str(e)
                 # The server's own account comes first: it is the cause of whatever the client saw.
-                disturbed = instance.disturbance_since(mark)
+                disturbed = _disturbance(instance, mark, step_failed=failure is not None)
                 if disturbed is not None:
                     failure = disturbed if failure is None else f"{disturbed}; the step saw: {failure}"
                 full = None if failure is None else self._full_disk(instance, failure, progress, mark.log_offset)

@@ -7,15 +7,17 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from dbsweep import plan, say
+from dbsweep import plan, runner, say
 from dbsweep.engines import registry as engines
+from dbsweep.engines.base import Instance, Watermark
 from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.results.model import CellKey
 from dbsweep.results.store import Store
-from dbsweep.runner import Outcome, Runner, open_run, store_path
+from dbsweep.runner import Outcome, Runner, _disturbance, open_run, store_path
 from dbsweep.study import Study, load_study
 from dbsweep.suites import registry as suites
 
@@ -230,3 +232,32 @@ def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
         run(study, repeats=3)
     assert script.seen == []  # refused before any step
     assert len(stored(study)) == 9  # and nothing it had was lost
+
+
+class LateCrash:
+    """An instance whose server writes its account of a crash only on the n-th look, as a postmaster logs a crashed
+    backend once it has reaped it, after the client already saw its connection reset."""
+
+    def __init__(self, on_look: int) -> None:
+        self.on_look = on_look
+        self.looks = 0
+
+    def disturbance_since(self, mark: Watermark) -> str | None:
+        self.looks += 1
+        return "the server crash-restarted its backends" if self.looks >= self.on_look else None
+
+
+def test_after_a_failed_step_the_servers_late_account_of_a_crash_is_awaited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "SETTLE_S", 0.5)
+    mark = Watermark(pid=1, started=0.0, log_offset=0)
+    late = LateCrash(on_look=4)
+    assert _disturbance(cast(Instance, late), mark, step_failed=True) == "the server crash-restarted its backends"
+    assert late.looks == 4
+    # A whole step is not held up: the server is asked once.
+    quiet = LateCrash(on_look=4)
+    assert _disturbance(cast(Instance, quiet), mark, step_failed=False) is None
+    assert quiet.looks == 1
+    # A failed step the server had no part in ends its wait with no account.
+    never = LateCrash(on_look=10**6)
+    assert _disturbance(cast(Instance, never), mark, step_failed=True) is None
+    assert never.looks > 1
