@@ -91,15 +91,22 @@ def _main(
 
 def _preflight(s: Study, *, counts_only: bool = False) -> str:
     """Everything `run` would reject, before any work: problems exit with status 2 (bad input); warnings
-    go to stderr. Returns the estimate in words."""
+    go to stderr. Returns the estimate in words (of one part, for a study of several).
+
+    A study through Slurm is checked part by part (each server class sizes its clients, configs and tables), for
+    what holds on any node; what only a node can tell is its job's to find."""
     from dbsweep import preflight
 
-    checked = preflight.check(s, counts_only=counts_only)
-    if checked.problems:
-        raise StudyError(checked.problems)
-    for w in checked.warnings:
+    if s.hosts.scheduler == "local":
+        checks = [preflight.check(s, counts_only=counts_only)]
+    else:
+        checks = [preflight.check(part, counts_only=counts_only, here=False) for part in s.parts()]
+    problems = list(dict.fromkeys(p for c in checks for p in c.problems))
+    if problems:
+        raise StudyError(problems)
+    for w in dict.fromkeys(w for c in checks for w in c.warnings):
         err.print(say.line(say.styled("warning:", "yellow"), f" {w}"), soft_wrap=True)
-    return preflight.describe(checked.estimate)
+    return preflight.describe(checks[0].estimate)
 
 
 @app.command()
@@ -177,6 +184,7 @@ def run(
                 "--target, --counts-only, --until-decided and --keep-data are for a study run here; this study runs "
                 "through Slurm (hosts.scheduler), a job per round and class."
             )
+        err.print(_preflight(s), soft_wrap=True)
         _run_batch(s, fresh=fresh, rerun_failed=rerun_failed)
         return
     if counts_only and not s.measure.instructions:

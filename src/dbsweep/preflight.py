@@ -83,24 +83,28 @@ class Preflight:
     estimate: Estimate
 
 
-def check(study: Study, *, counts_only: bool = False) -> Preflight:
-    """Everything `dbsweep run` would reject in `study`, found without doing any of the work, and its cost."""
+def check(study: Study, *, counts_only: bool = False, here: bool = True) -> Preflight:
+    """Everything `dbsweep run` would reject in `study`, found without doing any of the work, and its cost.
+
+    `here=False` is for a study that runs on other machines (Slurm's nodes): what holds wherever it runs (sizes,
+    sources, configs, the connections a config allows) is checked; what only this machine decides (its CPUs, how
+    many threads it can start, what valgrind can run on its CPU) is left to the node's job."""
     where = paths.shown(study.path)
     look = _Look(study)
     problems = [
         *study.bench.size_problems(),
         *_duplicate_steps(study),
         *unloaded(study.bench),
-        *_placement_problems(study),
+        *(_placement_problems(study) if here else []),
         *look.problems,
         *_config_problems(study, look),
         *_connection_problems(study, look),
         *study.bench.engine_problems(look.engine),
-        *machine.client_problems(look.engine, study.bench),
+        *(machine.client_problems(look.engine, study.bench) if here else []),
         *_setup_problems(study),
     ]
     est = estimate(study, look, counts_only=counts_only)
-    warnings = [*look.warnings, *_warnings(study, est), *_unrunnable_by_valgrind(study, look)]
+    warnings = [*look.warnings, *_warnings(study, est), *(_unrunnable_by_valgrind(study, look) if here else [])]
     warnings += unsafe.warnings(study)
     return Preflight(
         problems=[f"{where}: {f}: {m}" for f, m in problems],

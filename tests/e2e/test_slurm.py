@@ -226,3 +226,14 @@ def test_no_slurm_reachable_is_said(tmp: Path, cluster: Cluster) -> None:
     study = _study(tmp, classes='[[hosts.classes]]\nname = "x"\npartition = "small"\n')
     r = dbsweep("run", study, env={"SLURM_CONF": str(dead)}, check=False, timeout=180)
     assert r.returncode != 0 and "reaching Slurm" in r.stderr and "sinfo" in r.stderr, r.stderr
+
+
+def test_a_config_no_node_could_start_is_refused_before_slurm_is_asked(tmp: Path) -> None:
+    # No controller at all: the refusal must come before any Slurm command, from the study's own checks.
+    study = _study(tmp, classes='[[hosts.classes]]\nname = "x"\npartition = "small"\n')
+    study.write_text(study.read_text().replace('config = "wal_full"', 'config = "nosuch"'))
+    r = dbsweep("run", study, env={"SLURM_CONF": str(tmp / "no-slurm.conf")}, check=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "targets[1].config" in r.stderr and "nosuch" in r.stderr, r.stderr
+    assert "reaching Slurm" not in r.stderr
+    assert not (tmp / "ws" / "jobs").exists()
