@@ -71,3 +71,25 @@ def test_no_llvm_bolt_is_named_with_its_package(monkeypatch: pytest.MonkeyPatch)
     assert bolt.missing() == "llvm-bolt is not installed; install it with `apt-get install bolt-19`"
     with pytest.raises(DbsweepError, match="a BOLT variant needs llvm-bolt"):
         bolt.require()
+
+
+@pytest.mark.parametrize(
+    ("said", "name"),
+    [
+        (
+            "BOLT-ERROR: unable to get new address corresponding to input address 0x2d2240 in function "
+            "ExecInterpExpr/1(*2)",
+            "ExecInterpExpr/1",
+        ),
+        # After LTO the name has the compiler's suffix, and BOLT ends its sentence right after it.
+        (
+            "BOLT-ERROR: unable to get new address corresponding to input address 0x43e761 in function "
+            "ExecInterpExpr.lto_priv.0/1. Consider adding this function to --skip-funcs=...",
+            "ExecInterpExpr.lto_priv.0/1",
+        ),
+        ("BOLT-ERROR: unable to get new address corresponding to input address 0x1 in function f\n", "f"),
+        ("BOLT-INFO: 47290 instructions were shortened", None),
+    ],
+)
+def test_the_function_bolt_cannot_move_is_named_as_skip_funcs_takes_it(said: str, name: str | None) -> None:
+    assert bolt.unmovable(said) == name

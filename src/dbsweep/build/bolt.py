@@ -117,8 +117,10 @@ def check_relocations(binary: Path, name: str) -> None:
 
 
 # BOLT's account of a function it cannot move: "unable to get new address corresponding to input address 0x2d2240
-# in function ExecInterpExpr/1(*2)" (Postgres's expression interpreter jumps through a table of label addresses).
-_UNMOVABLE = re.compile(r"BOLT-ERROR: unable to get new address .* in function ([^\s(]+)")
+# in function ExecInterpExpr/1(*2)" (Postgres's expression interpreter jumps through a table of label addresses),
+# or after LTO "... in function ExecInterpExpr.lto_priv.0/1. Consider adding this function to --skip-funcs=...":
+# the sentence's full stop is not part of the name.
+_UNMOVABLE = re.compile(r"BOLT-ERROR: unable to get new address .* in function ([^\s(]+?)\.?(?:[\s(]|$)")
 # Functions left as they are before the rewrite gives up.
 MAX_SKIPPED = 20
 
