@@ -15,6 +15,7 @@ import pytest
 from dbsweep.measure import functions as fx
 from dbsweep.measure.functions import FunctionCost, Profile
 from dbsweep.measure.instructions import read_ir
+from dbsweep.report import fmt
 
 PROGRAM = """\
 #include <stdlib.h>
@@ -430,6 +431,28 @@ def test_diff_orders_by_change_and_keeps_one_sided_functions() -> None:
     # No total change: no share; no call graph: no inclusive change.
     flat = fx.diff(prof(fc("a", 1), fc("b", 2)), prof(fc("a", 2), fc("b", 1)))
     assert [(c.function, c.share_of_change, c.delta_inclusive) for c in flat] == [("a", None, None), ("b", None, None)]
+
+
+def test_diff_of_stored_profiles_tells_a_function_below_the_other_sides_cut_from_a_new_one() -> None:
+    # Each side was stored cut to its 3 costliest functions (the target's d kept besides, as by its inclusive
+    # cost): the base's cut is at 60, the target's at 65.
+    base = prof(fc("a", 100), fc("h", 80), fc("g", 60))
+    target = prof(fc("a", 100), fc("e", 70), fc("b", 65), fc("d", 9))
+    changes = {c.function: c for c in fx.diff(base, target, kept=3)}
+    # g (60) and d (9) are within the other side's cut: they may cost as much there, so nothing is said of them.
+    assert set(changes) == {"a", "e", "b", "h"}, set(changes)
+    # e (70) is above the base's cut: it rose by 10 to 70, and the line says so.
+    e = changes["e"]
+    assert e.unlisted == ("base", 60.0) and e.least_change == 10.0
+    assert fmt.function_change(e).startswith("+10…+70 (base ≤ 60) e"), fmt.function_change(e)
+    # h (80) left the target's stored list, whose cut is 65: it fell by 15 to 80.
+    h = changes["h"]
+    assert h.unlisted == ("target", 65.0) and fmt.function_change(h).startswith("-80…-15 (target ≤ 65) h")
+    # Ordered by the change known for certain: h 15, e 10, b 5, a 0.
+    assert [c.function for c in fx.diff(base, target, kept=3)] == ["h", "e", "b", "a"]
+    # Whole profiles (no cut): one-sided functions are new or gone, as before.
+    whole = {c.function: c for c in fx.diff(base, target)}
+    assert whole["d"].unlisted is None and fmt.function_change(whole["d"]).startswith("+9 (new) d")
 
 
 def test_diff_matches_a_function_across_builds_that_name_or_place_it_differently() -> None:

@@ -471,10 +471,18 @@ class FunctionChange:
     # This function's part of the change of the total (delta_self / the sum of every function's): near 1 when
     # it explains the whole change; above 1 or negative when others moved the other way. None: no change.
     share_of_change: float | None
+    # Absent from one side's stored profile, which keeps only its costliest functions: the most its own cost can be
+    # there ("base" or "target", and the bound). Its change is then known to be at least |delta_self| - bound.
+    unlisted: tuple[Literal["base", "target"], float] | None = None
 
     @property
     def delta_self(self) -> float:
         return self.target_self - self.base_self
+
+    @property
+    def least_change(self) -> float:
+        """|delta_self| as far as it is known: less the bound of a side it was not stored on."""
+        return abs(self.delta_self) - (self.unlisted[1] if self.unlisted is not None else 0.0)
 
     @property
     def rel_self(self) -> float | None:
@@ -577,14 +585,31 @@ def _matched(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:
     return out
 
 
+def left_out_below(profile: Mapping[Key, FunctionCost], kept: int | None) -> float:
+    """The most own cost a function left out of a stored profile can have: the `kept`-th largest when the profile
+    was cut to its `kept` costliest functions (`top_functions`), else 0 (the profile is whole)."""
+    if kept is None:
+        return 0.0
+    costs = sorted((abs(c.self_ir) for c in profile.values()), reverse=True)
+    return costs[kept - 1] if kept > 0 and len(costs) >= kept else 0.0
+
+
 def diff(
-    base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], top: int | None = None
+    base: Mapping[Key, FunctionCost],
+    target: Mapping[Key, FunctionCost],
+    top: int | None = None,
+    kept: int | None = None,
 ) -> list[FunctionChange]:
     """The functions' changes from base to target (per-operation profiles), largest |delta_self| first
     (ties by name); functions on one side only included. `top` keeps the first ones. Functions are matched
-    across the builds by `matching_key`, and named as the target names them."""
+    across the builds by `matching_key`, and named as the target names them.
+
+    `kept`: the profiles were stored cut to their `kept` costliest functions. A function in one and not the other
+    may then be below the other's cut rather than absent: it is left out when its cost is within that cut (whether
+    it changed cannot be told), and otherwise marked with the bound (`FunctionChange.unlisted`)."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
+    cut = {"base": left_out_below(base, kept), "target": left_out_below(target, kept)}
     base, target = _by_name_where_unknown(_matched(base), _matched(target))
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
@@ -594,6 +619,12 @@ def diff(
         # Absent from a side that has a call graph: no cost there, inclusive included.
         named = t if t is not None else b
         assert named is not None
+        missing: Literal["base", "target"] | None = "base" if b is None else "target" if t is None else None
+        unlisted = None
+        if missing is not None and cut[missing] > 0:
+            if abs(named.self_ir) <= cut[missing]:
+                continue  # as costly as what the other side's stored profile left out: no change to tell
+            unlisted = (missing, cut[missing])
         changes.append(
             FunctionChange(
                 function=named.function,
@@ -604,9 +635,10 @@ def diff(
                 base_inclusive=b.inclusive_ir if b else 0.0 if base_incl else None,
                 target_inclusive=t.inclusive_ir if t else 0.0 if target_incl else None,
                 share_of_change=None,
+                unlisted=unlisted,
             )
         )
-    changes.sort(key=lambda c: (-abs(c.delta_self), c.function, c.file))
+    changes.sort(key=lambda c: (-c.least_change, c.function, c.file))
     if top is not None:
         changes = changes[:top]
     if total:
@@ -643,9 +675,7 @@ def _by_name_where_unknown(
 
 
 def _with_share(c: FunctionChange, share: float) -> FunctionChange:
-    return FunctionChange(
-        c.function, c.file, c.line, c.base_self, c.target_self, c.base_inclusive, c.target_inclusive, share
-    )
+    return replace(c, share_of_change=share)
 
 
 def _by_self(c: FunctionCost) -> tuple[float, str, str]:

@@ -203,7 +203,16 @@ def function_place(c: FunctionChange) -> str:
 
 
 def function_change(c: FunctionChange) -> str:
-    """One line of a per-function diff: `+1,234 (+12.3%) heap_update  heapam.c:3012`."""
-    rel = f" ({c.rel_self * 100:+.1f}%)" if c.rel_self is not None else " (new)" if c.target_self else " (gone)"
+    """One line of a per-function diff: `+1,234 (+12.3%) heap_update  heapam.c:3012`; of a function below one
+    side's stored profile, the range its change lies in: `+503…+554 (base ≤ 51) tts_heap_getsomeattrs`."""
+    delta = f"{c.delta_self:+,.0f}"
+    if c.unlisted is not None:
+        # Below the other side's stored profile: its cost there is between 0 and the bound, so is the change.
+        side, bound = c.unlisted
+        ends = sorted((c.delta_self, c.delta_self - bound if c.delta_self > 0 else c.delta_self + bound))
+        delta = f"{ends[0]:+,.0f}…{ends[1]:+,.0f}"
+        rel = f" ({side} ≤ {bound:,.0f})"
+    else:
+        rel = f" ({c.rel_self * 100:+.1f}%)" if c.rel_self is not None else " (new)" if c.target_self else " (gone)"
     place = function_place(c)
-    return f"{c.delta_self:+,.0f}{rel} {c.function}" + (f"  {place}" if place else "")
+    return f"{delta}{rel} {c.function}" + (f"  {place}" if place else "")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dbsweep.measure import functions
+from dbsweep.measure.instructions import FUNCTIONS_KEPT
 from dbsweep.results.counts import Basis, Count, event_words
 from dbsweep.verdicts.instructions import InstrVerdict, bases, calibrated_floors, run_verdicts
 
@@ -106,7 +107,7 @@ def why(base: Count | None, target: Count | None, top: int = WHY_KEPT) -> list[f
     b, t = base.profile(), target.profile()
     if not b or not t:
         return []
-    return functions.diff(b, t, top=top)
+    return functions.diff(b, t, top=top, kept=FUNCTIONS_KEPT)
 
 
 def group_verdicts(rows: Iterable[Row], g: GroupStats) -> list[InstrVerdict]:

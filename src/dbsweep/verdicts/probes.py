@@ -31,6 +31,7 @@ from dbsweep import installs, procs
 from dbsweep.errors import DbsweepError
 from dbsweep.measure import functions
 from dbsweep.measure.functions import FunctionChange
+from dbsweep.measure.instructions import FUNCTIONS_KEPT
 from dbsweep.progress import bars
 from dbsweep.results.store import Store
 from dbsweep.runner import Runner, open_run
@@ -416,7 +417,7 @@ class Prober:
             for step in out.change:
                 b, t = counts.get((p, step)), counts.get((c, step))
                 if b is not None and t is not None and b.ok and t.ok:
-                    out.why[step] = tuple(functions.diff(b.profile(), t.profile(), WHY))
+                    out.why[step] = tuple(functions.diff(b.profile(), t.profile(), WHY, kept=FUNCTIONS_KEPT))
 
     def _finish(self, out: Bisection, started: float, builds: set[str]) -> Bisection:
         out.builds = len(_builds(self.request.study.workspace_dir) - builds)

@@ -16,6 +16,7 @@ from typing import Literal
 
 from dbsweep.measure import functions
 from dbsweep.measure.functions import FunctionChange
+from dbsweep.measure.instructions import FUNCTIONS_KEPT
 from dbsweep.results.counts import Count
 from dbsweep.results.store import Store
 from dbsweep.study import Study
@@ -94,7 +95,10 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
         points = changepoints.change_points(labels, groups, compare, deterministic=True)
         values = tuple(c.figure(basis[step]) or 0.0 for c in typed)
         why = {
-            p.index: tuple(functions.diff(typed[p.index - 1].profile(), typed[p.index].profile(), WHY)) for p in points
+            p.index: tuple(
+                functions.diff(typed[p.index - 1].profile(), typed[p.index].profile(), WHY, kept=FUNCTIONS_KEPT)
+            )
+            for p in points
         }
         lows = tuple(min(g, default=v) for g, v in zip(groups, values, strict=True))
         highs = tuple(max(g, default=v) for g, v in zip(groups, values, strict=True))
