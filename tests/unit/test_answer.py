@@ -237,3 +237,17 @@ def test_until_decided_applies_the_same_rule(tmp_path: Path) -> None:
     assert judging.unsure_targets(study, rows, set(), None, seconds) == {"rollback"}
     assert ("rollback", READ_ONLY, 1) in by_count  # its count said `same`
     assert judging.unsure_targets(study, rows, by_count, None, seconds) == set()
+
+
+def test_a_failed_builds_error_is_one_line_with_its_log_in_what_decides() -> None:
+    err = (
+        "building postgres-15.18-pgo_lto_bolt-06543fbd840c failed: llvm-bolt -instrument exited with code 1.\n"
+        "The last lines of the build log /ws/builds/failed/postgres-15.18-pgo_lto_bolt-06543fbd840c.log:\n"
+        "    BOLT-INFO: 47290 instructions were shortened\n"
+        "    BOLT-ERROR: unable to get new address corresponding to input address 0x43e761\n"
+    )
+    assert answer._in_brief(err) == (
+        "building postgres-15.18-pgo_lto_bolt-06543fbd840c failed: llvm-bolt -instrument exited with code 1; its log: "
+        "/ws/builds/failed/postgres-15.18-pgo_lto_bolt-06543fbd840c.log"
+    )
+    assert answer._in_brief("valgrind exited with code 1.") == "valgrind exited with code 1"

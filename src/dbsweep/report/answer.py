@@ -156,8 +156,16 @@ def what_decides(data: ReportData, row: Row, target: str, ir: InstrRow | None) -
         elif data.counts_read:  # counted, but not this step yet (a comparison of two runs reads no counts)
             out.append("its instruction count (dbsweep run --counts-only)")
     elif ir is not None and (err := ir.error(target) or ir.error(data.base)):
-        out.append(f"an instruction count that works ({err})")
+        out.append(f"an instruction count that works ({_in_brief(err)})")
     return out
+
+
+def _in_brief(error: str) -> str:
+    """A count's error in one line: its first, and the log it names (a failed build's error carries the log's last
+    lines, which every undecided step of the target would otherwise repeat)."""
+    first, *rest = error.strip().splitlines() or [""]
+    log = next((ln.split(" build log ", 1)[1].rstrip(":") for ln in rest if " build log " in ln), None)
+    return first.rstrip(".") + (f"; its log: {log}" if log else "")
 
 
 def _best(rows: list[Row], target: str, which: str) -> tuple[int, Comparison] | None:
