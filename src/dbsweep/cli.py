@@ -533,6 +533,20 @@ def _written(path: Path | None) -> None:
         err.print(f"wrote {path}")
 
 
+ClassOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--class", help="For a study run through Slurm: the server class to read (default: each, for report)."
+    ),
+]
+SetupOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--setup", help="For a study with setups: the one to read, cached or io-bound (default: each, for report)."
+    ),
+]
+
+
 @app.command()
 def report(
     study: StudyArg,
@@ -548,14 +562,8 @@ def report(
             "point-1, point-2, range-1, range-2 and writes.",
         ),
     ] = None,
-    server_class: Annotated[
-        str | None,
-        typer.Option("--class", help="For a study run through Slurm: the server class to report (default: each)."),
-    ] = None,
-    setup: Annotated[
-        str | None,
-        typer.Option("--setup", help="For a study with setups: the one to report, cached or io-bound (default: each)."),
-    ] = None,
+    server_class: ClassOpt = None,
+    setup: SetupOpt = None,
 ) -> None:
     """Report a study's results: QPS and rQPS with verdicts, group summaries, cost per operation, provenance."""
     from dbsweep.report import data as report_data
@@ -584,13 +592,23 @@ def report(
 
 
 def _side_by_side(reported: list[ReportData]) -> None:
-    """After the reports of a study's parts (server classes, setups), their rQPS side by side."""
+    """After the reports of a study's parts (server classes, setups), their rQPS and instruction verdicts side by
+    side."""
     from dbsweep.report import sides
     from dbsweep.report.terminal import render_extra
 
-    both = sides.table(reported)
-    if both is not None:
+    for both in sides.tables(reported):
         render_extra(both, console)
+
+
+def _one_part(s: Study, name: str | None, setup: str | None) -> Study:
+    """The one part of a study (server class, setup) a verb that reads a single run works on: the study itself
+    when it has no parts, else the part --class and --setup name."""
+    subs = _parts_of(s, name, setup)
+    if len(subs) > 1:
+        names = ", ".join(p.title for p in subs)
+        raise DbsweepError(f"{s.path} has parts ({names}): name one with --class and --setup.")
+    return subs[0]
 
 
 def _parts_of(s: Study, name: str | None, setup: str | None) -> list[Study]:
@@ -609,7 +627,8 @@ def _parts_of(s: Study, name: str | None, setup: str | None) -> list[Study]:
 def _step_named(study: Study, name: str, option: str) -> str:
     """The study's step that `name` names, in the study's spelling (`point-query`) or in full
     (`point-query_range=100`); an unknown name is an error that lists the study's steps."""
-    full = study.bench.canonical(name)
+    # A setup step (sysbench's load) is a cell and a count of its own, but no step a study lists.
+    full = name if name in study.bench.setup_steps() else study.bench.canonical(name)
     if full is None:
         written = study.bench.settings.steps
         named = list(written) if isinstance(written, list | tuple) else study.bench.steps()  # a set: its steps
@@ -633,6 +652,8 @@ def why(
     workspace: WorkspaceOpt = None,
     top: Annotated[int, typer.Option("--top", min=1, help="How many functions to list.")] = 25,
     run_id: Annotated[int | None, typer.Option("--run", help="The run to explain (default: the latest).")] = None,
+    server_class: ClassOpt = None,
+    setup: SetupOpt = None,
 ) -> None:
     """Why a target's instructions per event differ from the base's: the functions that changed most."""
     from dbsweep.report import fmt as report_fmt
@@ -640,9 +661,12 @@ def why(
     from dbsweep.results.counts import event_words
     from dbsweep.verdicts import instructions
 
-    s = _study(study, workspace)
+    s = _one_part(_study(study, workspace), server_class, setup)
     if target not in {t.label for t in s.targets}:
         raise DbsweepError(f"{study} has no target {target!r}; its targets: {', '.join(t.label for t in s.targets)}")
+    if target == s.base:
+        others = ", ".join(t.label for t in s.targets if t.label != s.base) or "none"
+        raise DbsweepError(f"--target: {target} is the base, which why compares the others with; the others: {others}")
     full = _step_named(s, step, "--step")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
@@ -822,8 +846,11 @@ def compare(
     workspace: WorkspaceOpt = None,
     format: FormatOpt = "terminal",
     out: OutOpt = None,
+    server_class: ClassOpt = None,
+    setup: SetupOpt = None,
 ) -> None:
-    """Compare the latest runs of two studies, or two targets of one study (--targets BASE OTHER)."""
+    """Compare the latest runs of two studies, or two targets of one study (--targets BASE OTHER); of studies with
+    parts (server classes, setups), the part --class and --setup name in each."""
     from dbsweep.report import data as report_data
     from dbsweep.report.output import emit, parse_format
 
@@ -832,7 +859,7 @@ def compare(
         raise DbsweepError("give a second study, or --targets BASE OTHER for two targets of one study")
     if targets is not None and targets[0] == targets[1]:
         raise DbsweepError(f"--targets: {targets[0]!r} twice; give two different targets, the base first")
-    a = _study(study_a, workspace)
+    a = _one_part(_study(study_a, workspace), server_class, setup)
     store_a = _open_store(a, must_exist=True, read_only=True)
     try:
         run_a = _latest_run(a, store_a, study_a)
@@ -844,7 +871,7 @@ def compare(
                 raise DbsweepError(f"--targets: no target {e.args[0]!r} in {study_a}; have: {have}") from None
         else:
             assert study_b is not None
-            b = _study(study_b, workspace)
+            b = _one_part(_study(study_b, workspace), server_class, setup)
             store_b = _open_store(b, must_exist=True, read_only=True)
             try:
                 run_b = _latest_run(b, store_b, study_b)

@@ -114,6 +114,12 @@ def test_two_classes_two_rounds_merge_once_with_their_node_class_and_job(cluster
     assert refused.returncode != 0 and "name the one to report with --class" in refused.stderr
     data = json.loads(dbsweep("report", study, "--class", "large", "--format", "json", env=cluster.env).stdout)
     assert data["study"] == "t.large" and {r["target"] for r in data["rows"]} == {"a", "b"}
+    # compare reads one part: the one --class names, or it asks for it.
+    pair = ("--targets", "a", "b", "--format", "json")
+    refused = dbsweep("compare", study, *pair, env=cluster.env, check=False)
+    assert refused.returncode != 0 and "name one with --class" in refused.stderr, refused.stderr
+    small = json.loads(dbsweep("compare", study, *pair, "--class", "small", env=cluster.env).stdout)
+    assert small["study"].startswith("t.small") and {r["target"] for r in small["rows"]} == {"a", "b"}, small["study"]
 
 
 def _queued(cluster: Cluster) -> list[tuple[str, str]]:
@@ -134,8 +140,11 @@ def test_a_job_cancelled_mid_round_leaves_its_round_pending_and_a_rerun_complete
         job_db = next((tmp / "ws" / "jobs").glob("t.small/r1-*/attempt-0/ws/results.db"))
 
         def a_cell() -> bool:
-            with sqlite3.connect(job_db) as db:
-                return bool(db.execute("SELECT count(*) FROM cells").fetchone()[0])
+            try:
+                with sqlite3.connect(job_db) as db:
+                    return bool(db.execute("SELECT count(*) FROM cells").fetchone()[0])
+            except sqlite3.OperationalError:  # the store's file is there before its tables are
+                return False
 
         wait_for(a_cell, timeout=120)
         busy = [j for j, st in _queued(cluster) if st == "RUNNING"]
@@ -174,10 +183,10 @@ def test_ctrl_c_cancels_the_studys_jobs(cluster: Cluster, tmp: Path) -> None:
 def test_instruction_counts_are_a_job_of_their_own_that_shares_the_node(cluster: Cluster, tmp: Path) -> None:
     one = '[[hosts.classes]]\nname = "small"\npartition = "small"\n'
     study = _study(tmp, classes=one, repeats=1)
-    text = study.read_text().replace('[[targets]]\nname = "b"\nconfig = "wal_full"\n', "")
+    text = study.read_text()
     study.write_text(text + "\n[measure]\ninstructions = true\ninstruction_seconds = 1\ninstruction_pairs = 1\n")
     run = dbsweep("run", study, env=cluster.env, timeout=600)
-    assert "2 jobs merged (2 cells)" in run.stdout, run.stdout + run.stderr
+    assert "2 jobs merged (4 cells)" in run.stdout, run.stdout + run.stderr
     assert re.search(r"t\.small instruction counts: submitted as job (\d+)", run.stderr), run.stderr
     counts_job = re.search(r"t\.small instruction counts: submitted as job (\d+)", run.stderr)
     round_job = re.search(r"t\.small round 1: submitted as job (\d+)", run.stderr)
@@ -193,11 +202,20 @@ def test_instruction_counts_are_a_job_of_their_own_that_shares_the_node(cluster:
     db = sqlite3.connect(tmp / "ws" / "results.db")
     counted = db.execute("SELECT step, per_event FROM instructions").fetchall()
     db.close()
-    assert sorted(s for s, _ in counted) == ["load", "point-query_range=100"] and all(v and v > 0 for _, v in counted)
+    assert sorted(s for s, _ in counted) == ["load", "load", "point-query_range=100", "point-query_range=100"]
+    assert all(v and v > 0 for _, v in counted)
     round_db = next((tmp / "ws" / "jobs" / "t.small").glob("r1-*/attempt-0/ws/results.db"))
     with sqlite3.connect(round_db) as db:
         assert db.execute("SELECT count(*) FROM instructions").fetchone()[0] == 0  # the round counted nothing
     assert "counts" in dbsweep("status", study, env=cluster.env).stdout
+    # why reads the one class's counts (the study has one part, so --class may be left out, or named).
+    for named in ((), ("--class", "small")):
+        why = dbsweep("why", study, "--target", "b", "--step", "load", *named, env=cluster.env)
+        assert why.stdout.startswith("load (an event: one row): b runs"), why.stdout
+    wrong = dbsweep("why", study, "--target", "b", "--step", "load", "--class", "large", env=cluster.env, check=False)
+    assert wrong.returncode != 0 and "no server class 'large'" in wrong.stderr, wrong.stderr
+    base = dbsweep("why", study, "--target", "a", "--step", "load", env=cluster.env, check=False)
+    assert base.returncode != 0 and "is the base" in base.stderr and "Traceback" not in base.stderr, base.stderr
 
 
 @pytest.mark.parametrize(
