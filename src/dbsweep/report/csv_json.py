@@ -260,8 +260,9 @@ def instructions(data: ReportData) -> list[dict[str, Any]]:
                             "base_inclusive": f.base_inclusive,
                             "target_inclusive": f.target_inclusive,
                             "delta_self": f.delta_self,
-                            "rel_self": f.rel_self,
+                            "rel_self": f.rel_self if f.unlisted is None else None,
                             "share_of_change": f.share_of_change,
+                            "unlisted": _unlisted(f),
                         }
                         for f in ir.why.get(t, [])
                     ],
@@ -352,7 +353,19 @@ def provenance(data: ReportData) -> dict[str, Any]:
 def _function(f: FunctionChange | None) -> dict[str, Any] | None:
     if f is None:
         return None
-    return {"function": f.function, "file": f.file, "line": f.line, "delta_self": f.delta_self, "rel_self": f.rel_self}
+    return {
+        "function": f.function,
+        "file": f.file,
+        "line": f.line,
+        "delta_self": f.delta_self,
+        "rel_self": f.rel_self if f.unlisted is None else None,
+        "unlisted": _unlisted(f),
+    }
+
+
+def _unlisted(f: FunctionChange) -> dict[str, Any] | None:
+    """Below one side's stored profile: that side's cost is at most `at_most`, not 0."""
+    return {"side": f.unlisted[0], "at_most": f.unlisted[1]} if f.unlisted else None
 
 
 def _comparison_obj(c: Comparison) -> dict[str, Any]:

@@ -202,15 +202,30 @@ def function_place(c: FunctionChange) -> str:
     return f"{file}:{c.line}" if c.line is not None else file
 
 
+def function_delta(c: FunctionChange) -> str:
+    """A function's change of own cost per event, `+1,234`; a range, `+503…+554`, where one side's stored profile
+    did not reach it (its cost there lies between 0 and that profile's cut)."""
+    if c.unlisted is None:
+        return f"{c.delta_self:+,.0f}"
+    bound = c.unlisted[1]
+    ends = sorted((c.delta_self, c.delta_self - bound if c.delta_self > 0 else c.delta_self + bound))
+    return f"{ends[0]:+,.0f}…{ends[1]:+,.0f}"
+
+
+def function_cost(c: FunctionChange, side: str) -> str:
+    """A function's own cost per event on one side (`base`, `target`), or `≤ cut` where that side's stored profile
+    did not reach it."""
+    if c.unlisted is not None and c.unlisted[0] == side:
+        return f"≤ {c.unlisted[1]:,.0f}"
+    return f"{c.base_self if side == 'base' else c.target_self:,.0f}"
+
+
 def function_change(c: FunctionChange) -> str:
     """One line of a per-function diff: `+1,234 (+12.3%) heap_update  heapam.c:3012`; of a function below one
     side's stored profile, the range its change lies in: `+503…+554 (base ≤ 51) tts_heap_getsomeattrs`."""
-    delta = f"{c.delta_self:+,.0f}"
+    delta = function_delta(c)
     if c.unlisted is not None:
-        # Below the other side's stored profile: its cost there is between 0 and the bound, so is the change.
         side, bound = c.unlisted
-        ends = sorted((c.delta_self, c.delta_self - bound if c.delta_self > 0 else c.delta_self + bound))
-        delta = f"{ends[0]:+,.0f}…{ends[1]:+,.0f}"
         rel = f" ({side} ≤ {bound:,.0f})"
     else:
         rel = f" ({c.rel_self * 100:+.1f}%)" if c.rel_self is not None else " (new)" if c.target_self else " (gone)"
