@@ -251,3 +251,22 @@ def test_a_failed_builds_error_is_one_line_with_its_log_in_what_decides() -> Non
         "/ws/builds/failed/postgres-15.18-pgo_lto_bolt-06543fbd840c.log"
     )
     assert answer._in_brief("valgrind exited with code 1.") == "valgrind exited with code 1"
+
+
+def test_why_takes_the_load_step_and_refuses_the_base(tmp_path: Path) -> None:
+    path, store = real_store(tmp_path)
+    store.close()
+    load = cli("why", path, "--target", "rollback", "--step", "load", "--top", "3")
+    assert load.returncode == 0 and load.stdout.startswith("load (an event: one row): rollback runs"), load.stderr
+    base = cli("why", path, "--target", "wal", "--step", "load")
+    assert base.returncode == 1 and "--target: wal is the base" in base.stderr and "rollback" in base.stderr
+
+
+def test_a_step_not_run_yet_is_not_called_failed_in_what_decides(tmp_path: Path) -> None:
+    d, _ = gathered(tmp_path)
+    r = row(d, "load")
+    r.cells["rollback"].reps.clear()
+    ir = next((x for x in d.instr_rows if x.step == "load"), None)
+    assert "its cells have not run yet: dbsweep run)" in answer.what_decides(d, r, "rollback", ir)[0]
+    r.cells["rollback"].failed = 1
+    assert "a cell failed: dbsweep run --rerun-failed" in answer.what_decides(d, r, "rollback", ir)[0]

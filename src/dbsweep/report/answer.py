@@ -124,7 +124,12 @@ def what_decides(data: ReportData, row: Row, target: str, ir: InstrRow | None) -
     n = min(len(row.cells[data.base].reps), len(row.cells[target].reps))
     out: list[str] = []
     if n == 0:
-        out.append("a measurement of both sides (a cell failed: dbsweep run --rerun-failed)")
+        failed = any(row.cells[t].failed for t in (data.base, target))
+        out.append(
+            "a measurement of both sides (a cell failed: dbsweep run --rerun-failed)"
+            if failed
+            else "a measurement of both sides (its cells have not run yet: dbsweep run)"
+        )
     elif n < 2:
         needs = "a second round (repeats = 2, or dbsweep run --until-decided)"
         if c.rule == "one repetition" and c.multiple is not None and c.noise is not None:
