@@ -87,10 +87,13 @@ def _study(tmp: Path, repo: Path, text: str = STUDY) -> Path:
 def _counts(ws: Path) -> dict[tuple[str, str], tuple[int, str]]:
     if not (ws / "results.db").is_file():
         return {}
-    with sqlite3.connect(f"file:{ws / 'results.db'}?mode=ro", uri=True) as db:
-        rows = db.execute(
-            "SELECT t.name, i.step, i.rowid, i.data FROM instructions i JOIN targets t ON t.id = i.target_id"
-        ).fetchall()
+    try:
+        with sqlite3.connect(f"file:{ws / 'results.db'}?mode=ro", uri=True) as db:
+            rows = db.execute(
+                "SELECT t.name, i.step, i.rowid, i.data FROM instructions i JOIN targets t ON t.id = i.target_id"
+            ).fetchall()
+    except sqlite3.OperationalError:  # the store's file is there before its tables are
+        return {}
     return {(name, step): (rowid, data) for name, step, rowid, data in rows}
 
 

@@ -605,8 +605,8 @@ def diff(
     across the builds by `matching_key`, and named as the target names them.
 
     `kept`: the profiles were stored cut to their `kept` costliest functions. A function in one and not the other
-    may then be below the other's cut rather than absent: it is left out when its cost is within that cut (whether
-    it changed cannot be told), and otherwise marked with the bound (`FunctionChange.unlisted`)."""
+    may then be below the other's cut rather than absent: it is marked with that bound (`FunctionChange.unlisted`),
+    and its change is a range."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
     cut = {"base": left_out_below(base, kept), "target": left_out_below(target, kept)}
@@ -622,9 +622,7 @@ def diff(
         missing: Literal["base", "target"] | None = "base" if b is None else "target" if t is None else None
         unlisted = None
         if missing is not None and cut[missing] > 0:
-            if abs(named.self_ir) <= cut[missing]:
-                continue  # as costly as what the other side's stored profile left out: no change to tell
-            unlisted = (missing, cut[missing])
+            unlisted = (missing, cut[missing])  # it may cost up to the cut there: the change is a range
         changes.append(
             FunctionChange(
                 function=named.function,
@@ -638,7 +636,7 @@ def diff(
                 unlisted=unlisted,
             )
         )
-    changes.sort(key=lambda c: (-c.least_change, c.function, c.file))
+    changes.sort(key=lambda c: (-abs(c.delta_self), c.function, c.file))
     if top is not None:
         changes = changes[:top]
     if total:
