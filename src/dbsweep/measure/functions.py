@@ -487,8 +487,8 @@ class FunctionChange:
     @property
     def rel_self(self) -> float | None:
         """The relative change of self cost, signed as the change (a background function's per-operation cost can
-        be below 0: of the base's magnitude); None when the base had none."""
-        return self.delta_self / abs(self.base_self) if self.base_self else None
+        be below 0: of the base's magnitude); None when the base had none, or a side's figure is only a bound."""
+        return self.delta_self / abs(self.base_self) if self.base_self and self.unlisted is None else None
 
     @property
     def delta_inclusive(self) -> float | None:

@@ -260,7 +260,7 @@ def instructions(data: ReportData) -> list[dict[str, Any]]:
                             "base_inclusive": f.base_inclusive,
                             "target_inclusive": f.target_inclusive,
                             "delta_self": f.delta_self,
-                            "rel_self": f.rel_self if f.unlisted is None else None,
+                            "rel_self": f.rel_self,
                             "share_of_change": f.share_of_change,
                             "unlisted": _unlisted(f),
                         }
@@ -358,7 +358,7 @@ def _function(f: FunctionChange | None) -> dict[str, Any] | None:
         "file": f.file,
         "line": f.line,
         "delta_self": f.delta_self,
-        "rel_self": f.rel_self if f.unlisted is None else None,
+        "rel_self": f.rel_self,
         "unlisted": _unlisted(f),
     }
 

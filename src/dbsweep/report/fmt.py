@@ -207,8 +207,8 @@ def function_delta(c: FunctionChange) -> str:
     did not reach it (its cost there lies between 0 and that profile's cut)."""
     if c.unlisted is None:
         return f"{c.delta_self:+,.0f}"
-    bound = c.unlisted[1]
-    ends = sorted((c.delta_self, c.delta_self - bound if c.delta_self > 0 else c.delta_self + bound))
+    # The other end: the change as far as it is known, in the direction of the stored figure.
+    ends = sorted((c.delta_self, math.copysign(1.0, c.delta_self) * c.least_change))
     return f"{ends[0]:+,.0f}…{ends[1]:+,.0f}"
 
 

@@ -293,7 +293,7 @@ def _why_tables(data: ReportData) -> list[tuple[str, Table]]:
                     Td(fmt.function_cost(c, "base"), sort=c.base_self),
                     Td(fmt.function_cost(c, "target"), sort=c.target_self),
                     Td(fmt.function_delta(c), "red" if c.delta_self > 0 else "green", sort=c.delta_self),
-                    Td(fmt.pct(c.rel_self if c.unlisted is None else None), sort=c.rel_self),
+                    Td(fmt.pct(c.rel_self), sort=c.rel_self),
                     Td(fmt.pct(c.share_of_change), sort=c.share_of_change),
                     Td(f"{d:+,.0f}" if (d := c.delta_inclusive) is not None else "-", sort=c.delta_inclusive),
                 ]
