@@ -26,6 +26,7 @@ packages=(
   libsqlite3-0 sqlite3 tcl                                      # SQLite: Debian's library and shell; tclsh makes the amalgamation
   mariadb-server mariadb-client mariadb-plugin-rocksdb          # MariaDB: Debian's server, its tools, MyRocks
   cmake libpcre2-dev libfmt-dev                                 # building MariaDB from source (else it downloads PCRE2, {fmt})
+  libprotobuf-dev libprotoc-dev protobuf-compiler               # building MySQL from source against Debian's protobuf
   rocksdb-tools                                                 # RocksDB: Debian's db_bench
   libgflags-dev libsnappy-dev libbz2-dev                        # building db_bench from source (with lz4, zstd, zlib above)
   chromium fonts-dejavu-core                                    # the HTML report's test renders it headless

@@ -4,6 +4,8 @@ itself. What it shares with MariaDB is tested there."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,45 @@ def test_the_recipe_has_mysqls_options_not_mariadbs(tmp_path: Path) -> None:
     o3 = RECIPE.cmake_command(_phase(tmp_path, builtin("o3"), _tree(tmp_path / "tree")))
     assert "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O3 -g -DNDEBUG" in o3
     assert RECIPE.artefact == "bin/mysqld" and RECIPE.engine == "mysql"
+
+
+def test_only_the_server_is_built_and_what_it_reads_installed(tmp_path: Path) -> None:
+    phase = _phase(tmp_path, builtin("def"), _tree(tmp_path / "tree"))
+    cmd = RECIPE.cmake_command(phase)
+    # NDB is left out of the server itself, and the plugins a benchmark never loads are not built.
+    for option in ("-DWITH_NDBCLUSTER_STORAGE_ENGINE=OFF", "-DWITHOUT_GROUP_REPLICATION=ON", "-DWITH_ICU=system"):
+        assert option in cmd, option
+    (compile_step,) = RECIPE.compile(phase)
+    assert compile_step.argv[:5] == ("cmake", "--build", ".", "--target", "mysqld") and compile_step.compiles
+    # A build tree as CMake leaves it after `--target mysqld`: the binary, and the share/ files' install script
+    # (its Server component only; a real one installs errmsg.sys, charsets/ and the dictionary).
+    build = phase.build_dir
+    (build / "runtime_output_directory").mkdir(parents=True)
+    (build / "runtime_output_directory" / "mysqld").write_text("#!/bin/sh\n")
+    (build / "share").mkdir()
+    (build / "share" / "errmsg.sys").write_text("messages")
+    (build / "share" / "cmake_install.cmake").write_text(
+        'if(CMAKE_INSTALL_COMPONENT STREQUAL "Server")\n'
+        '  file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/share/english" TYPE FILE\n'
+        f'       FILES "{build}/share/errmsg.sys")\n'
+        "endif()\n"
+        'if(CMAKE_INSTALL_COMPONENT STREQUAL "Test")\n'
+        f'  file(INSTALL DESTINATION "${{CMAKE_INSTALL_PREFIX}}/mysql-test" TYPE FILE FILES "{build}/missing")\n'
+        "endif()\n"
+    )
+    steps = RECIPE.install(phase)
+    assert steps[0].argv[1:3] == ("-m", "dbsweep.engines.mysql.serveronly"), steps[0]
+    root = Path(f"{phase.destdir}{phase.prefix}")
+    subprocess.run(steps[0].argv, cwd=build, env={**os.environ, **steps[0].env}, check=True)
+    assert (root / "bin" / "mysqld").is_file() and (root / "lib" / "plugin").is_dir()
+    assert (root / "share" / "english" / "errmsg.sys").read_text() == "messages"
+    assert not (root / "mysql-test").exists()
+    # A tree without a server binary is a plain error.
+    (build / "runtime_output_directory" / "mysqld").unlink()
+    failed = subprocess.run(
+        steps[0].argv, cwd=build, env={**os.environ, **steps[0].env}, capture_output=True, text=True
+    )
+    assert failed.returncode != 0 and "no mysqld in" in failed.stderr
 
 
 def test_a_mysql_boost_tarball_gives_its_boost(tmp_path: Path) -> None:

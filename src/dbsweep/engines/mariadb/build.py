@@ -175,13 +175,17 @@ class MariadbRecipe(Recipe):
             "p.parent.mkdir(parents=True, exist_ok=True); p.write_text(sys.argv[2])"
         )
         return [
-            Step("cmake --install", ("cmake", "--install", "."), env=env),
+            *self.install_files(phase, root, env),
             Step("keep CMake's cache", ("install", "-D", "-m", "0644", "CMakeCache.txt", str(root / CACHE_RECORD))),
             Step(
                 "record the cmake command",
                 (sys.executable, "-c", write, str(root / COMMAND_RECORD), json.dumps(record, indent=1)),
             ),
         ]
+
+    def install_files(self, phase: Phase, root: Path, env: dict[str, str]) -> list[Step]:
+        """The steps that install what the build made under `root` (the staged install's root)."""
+        return [Step("cmake --install", ("cmake", "--install", "."), env=env)]
 
     # ---- the finished install
 
