@@ -106,10 +106,13 @@ def test_every_step_is_counted_by_a_fixed_amount_of_work() -> None:
     assert plan.short is None and plan.probe is not None and plan.unit == "events" and not plan.from_empty
     assert plan.probe()[-4:] == ["--seconds", "2", "--warmup", "0"]
     fixed = suite.instruction_plan("update-index_range=100", 2, 1234).command(1234)
-    assert fixed[-2:] == ["--events", "1234"] and "--clients" in fixed and fixed[fixed.index("--clients") + 1] == "1"
+    assert fixed[-3:-1] == ["--events", "1234"] and "--clients" in fixed and fixed[fixed.index("--clients") + 1] == "1"
     load = suite.instruction_plan("load", 2)
     assert load.from_empty and load.unit == "rows" and load.short == 5_000
     assert load.command(15_000)[:2] == ["sysbench", "prepare"] and "15000" in load.command(15_000)
+    # Counted runs print no line a second (an embedded engine's count would hold the client's clock-driven work).
+    assert "--counting" in fixed and "--counting" in load.command(15_000)
+    assert "--counting" not in plan.probe()
 
 
 def test_a_slow_step_is_counted_by_at_least_the_fewest_events() -> None:
@@ -140,7 +143,9 @@ def test_the_insert_benchmark_counts_its_insert_steps_by_rows() -> None:
     assert set(suite.instruction_steps()) == {"l.i0", "l.i1", "l.i2"}
     load = suite.instruction_plan("l.i0", 2)
     assert load.from_empty and load.unit == "rows" and load.short == 20_000
-    assert load.command(20_000)[:2] == ["ibench", "l.i0"] and load.command(20_000)[-2:] == ["--rows", "20000"]
+    assert load.command(20_000)[:2] == ["ibench", "l.i0"] and load.command(20_000)[-3:-1] == ["--rows", "20000"]
+    # Counted runs keep no latencies (their summary would cost more the longer the statements took).
+    assert "--counting" in load.command(20_000) and "--counting" not in suite.instruction_command("l.i1", 2)
     more = suite.instruction_plan("l.i1", 2)
     assert not more.from_empty and more.short is not None and 1000 <= more.short <= 20_000
     # Counted deletes follow their inserts (a fixed order), the load has none to order.

@@ -16,7 +16,6 @@ use crate::output::usage::{own_cpu, own_max_rss_kb};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::io::BufRead;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -174,11 +173,11 @@ pub fn run<D: Driver>(driver: &D, opts: &LoadOptions) -> Result<(), String> {
         let (live, phase, generator) = (live.clone(), phase.clone(), generator.clone());
         std::thread::spawn(move || {
             let r = load(&mut session, &plan, &generator, &live[0]);
-            phase.stop.store(true, Relaxed);
+            phase.end();
             r
         })
     };
-    report_seconds(&live, &phase, start, Duration::ZERO, None, &mut || {});
+    report_seconds(&live, &phase, start, Duration::ZERO, None, true, &mut || {});
     let loaded = loader.join().map_err(|_| "the loader panicked".to_string())?;
     let loaded = loaded.map_err(|e| match LOST.ended_early(start) {
         Some(lost) => format!("lost the connection to the server {:.3} s into the load: {e}", lost.at_s),

@@ -199,11 +199,11 @@ pub fn run<D: Driver>(driver: &D, opts: &QueryOptions) -> Result<(), String> {
         let (warmups, repeats, timeout_s) = (opts.warmup_runs, opts.repeats, opts.timeout_s);
         std::thread::spawn(move || {
             let r = runs(&mut session, &sql, warmups, repeats, timeout_s, &live[0]);
-            phase.stop.store(true, Relaxed);
+            phase.end();
             r
         })
     };
-    report_seconds(&live, &phase, start, Duration::ZERO, None, &mut || {});
+    report_seconds(&live, &phase, start, Duration::ZERO, None, true, &mut || {});
     let ran = runner.join().map_err(|_| "the query runner panicked".to_string())?;
     let (u, s) = own_cpu();
     let usage = ClientUsage { cpu_user_s: u - cpu0.0, cpu_sys_s: s - cpu0.1, max_rss_kb: own_max_rss_kb() };

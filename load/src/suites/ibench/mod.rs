@@ -18,6 +18,7 @@ use crate::driver::lost::{EndedEarly, LOST};
 use crate::driver::LockWaits;
 use crate::driver::{describe, existing_tables, Dialect, Driver, Session};
 use crate::output::emit;
+use crate::output::seconds::Bell;
 use crate::output::summary::{ClientUsage, Counts, EngineDetail, OpsName, Suite, Summary};
 use crate::output::tally::Tally;
 use crate::output::usage::{own_cpu, own_max_rss_kb};
@@ -117,6 +118,10 @@ pub struct Options {
     /// work per row depend on how their statements happened to overlap).
     #[arg(long)]
     pub serial: bool,
+    /// A run to count instructions by: no latencies kept (summarising them costs more the wider
+    /// they spread, which a busy machine does; an embedded engine's count is this client's work).
+    #[arg(long)]
+    pub counting: bool,
 }
 
 /// A step with its options checked and resolved.
@@ -136,6 +141,8 @@ pub struct Plan {
     pub serial: bool,
     pub query: Option<QueryMode>,
     pub seed: u64,
+    /// --counting: no latencies kept.
+    pub counting: bool,
 }
 
 impl Plan {
@@ -213,6 +220,7 @@ impl Plan {
             rate,
             deletes,
             serial: o.serial,
+            counting: o.counting,
             query,
             seed: o.seed,
         })
@@ -235,6 +243,7 @@ impl Plan {
             rate: self.rate,
             deletes: self.deletes,
             serial: self.serial,
+            counting: self.counting,
             query: self.query,
             seed: self.seed.wrapping_add(index as u64 + 1),
             whole_price: false,
@@ -547,14 +556,15 @@ fn drive<D: Driver>(
 pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), String> {
     let plan = Plan::new(step, opts)?;
     let live: Arc<Vec<ClientLive>> = Arc::new((0..plan.clients).map(|_| ClientLive::default()).collect());
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new((AtomicBool::new(false), Bell::default()));
     let (tx, rx) = mpsc::channel();
     let dialect = driver.dialect();
     let stepper = {
         let (driver, plan, live, stop) = (driver.clone(), plan.clone(), live.clone(), stop.clone());
         std::thread::spawn(move || {
             let r = drive(&driver, &plan, &live, tx);
-            stop.store(true, Relaxed);
+            stop.0.store(true, Relaxed);
+            stop.1.ring();
             r
         })
     };
@@ -565,7 +575,7 @@ pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), Stri
     let Ok(start) = rx.recv() else {
         return join(stepper).map(|_| ());
     };
-    let samples = report::report_seconds(&live, &stop, start, plan.query.is_some());
+    let samples = report::report_seconds(&live, &stop.0, &stop.1, start, plan.query.is_some());
     let out = join(stepper)?;
     let ended_early = LOST.ended_early(start);
     if let Some(e) = &ended_early {
@@ -680,6 +690,7 @@ mod tests {
             seed: 1,
             no_delete: false,
             serial: false,
+            counting: false,
         }
     }
 

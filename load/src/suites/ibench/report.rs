@@ -6,7 +6,7 @@
 use crate::driver::{describe, error_kind, DbError, LockWaits};
 use crate::output::emit;
 use crate::output::histogram::{encode_histogram, Latency};
-use crate::output::seconds::{self, Live};
+use crate::output::seconds::{self, Bell, Live};
 use crate::output::tally::Tally;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -73,11 +73,17 @@ pub struct OpStats {
     pub buckets: Buckets,
     /// The lock waits of the thread's session.
     pub lock_waits: LockWaits,
+    /// Whether latencies are kept (not in a run that counts instructions: see `--counting`).
+    keep_latency: bool,
 }
 
 impl OpStats {
     pub fn new() -> OpStats {
-        OpStats { tally: Tally::new(), buckets: Buckets::default(), lock_waits: LockWaits::default() }
+        OpStats::keeping(true)
+    }
+
+    pub fn keeping(keep_latency: bool) -> OpStats {
+        OpStats { tally: Tally::new(), buckets: Buckets::default(), lock_waits: LockWaits::default(), keep_latency }
     }
 
     #[inline]
@@ -85,9 +91,11 @@ impl OpStats {
         live.record(live_ops, us);
         self.tally.events += 1;
         self.tally.rows += rows;
-        // Values beyond the histogram's range are clamped, never dropped.
-        self.tally.latency.saturating_record(us);
-        self.buckets.record(us);
+        if self.keep_latency {
+            // Values beyond the histogram's range are clamped, never dropped.
+            self.tally.latency.saturating_record(us);
+            self.buckets.record(us);
+        }
     }
 
     /// Counts a failed statement under its SQLSTATE; it is not retried.
@@ -238,12 +246,19 @@ pub struct Samples {
     pub qps: Vec<f64>,
 }
 
-/// Emits one line per second from `start` until `stop` is set; returns the per-second rates.
+/// Emits one line per second from `start` until `stop` is set (and `bell` rung); returns the
+/// per-second rates.
 /// `queries_main` makes queries the line's main operation (`ops`, `max_us`), else inserted rows.
 /// A last, partial interval is printed when something happened in it, and kept as a rate sample
 /// only when at least half a second long (a sliver would make a meaningless rate) or when it is
 /// the only interval (a step shorter than a second).
-pub fn report_seconds(live: &[ClientLive], stop: &AtomicBool, start: Instant, queries_main: bool) -> Samples {
+pub fn report_seconds(
+    live: &[ClientLive],
+    stop: &AtomicBool,
+    bell: &Bell,
+    start: Instant,
+    queries_main: bool,
+) -> Samples {
     let mut samples = Samples::default();
     let mut prev = [0u64; 6];
     let mut last = start;
@@ -251,14 +266,8 @@ pub fn report_seconds(live: &[ClientLive], stop: &AtomicBool, start: Instant, qu
     loop {
         t += 1;
         let tick = start + Duration::from_secs(t);
-        // Short sleeps so the end of the step is seen quickly.
-        loop {
-            let now = Instant::now();
-            if now >= tick || stop.load(Relaxed) {
-                break;
-            }
-            std::thread::sleep((tick - now).min(Duration::from_millis(50)));
-        }
+        // Woken by the end of the step, not polling for it (see `Bell`).
+        bell.wait(Some(tick), &|| stop.load(Relaxed));
         let stopping = stop.load(Relaxed);
         let now = Instant::now();
         let mut cur = [0u64; 6];

@@ -54,6 +54,8 @@ pub struct ClientPlan {
     pub seed: u64,
     /// Write the price as a rounded integer (the engine would keep a decimal in the INT column).
     pub whole_price: bool,
+    /// A run to count instructions by: no latencies kept (`OpStats::keeping`).
+    pub counting: bool,
 }
 
 /// A delete of `rows` rows from id `from` up.
@@ -214,11 +216,13 @@ impl<S: Session> Client<S> {
         let serial = if plan.serial { deletes.take() } else { None };
         let inserter = {
             let (live, shared) = (live.clone(), shared.clone());
-            std::thread::spawn(move || insert_loop(insert, ins_rx, pool_tx, serial, &live[idx], &shared))
+            let keep = !plan.counting;
+            std::thread::spawn(move || insert_loop(insert, ins_rx, pool_tx, serial, &live[idx], &shared, keep))
         };
         let deleter = deletes.map(|(conn, rx)| {
             let live = live.clone();
-            std::thread::spawn(move || delete_loop(conn, rx, &live[idx]))
+            let keep = !plan.counting;
+            std::thread::spawn(move || delete_loop(conn, rx, &live[idx], keep))
         });
         let querier = query.map(|conn| {
             let (live, shared, plan) = (live.clone(), shared.clone(), plan.clone());
@@ -358,10 +362,11 @@ fn insert_loop<S: Session>(
     mut serial: Option<(S, Receiver<Delete>)>,
     live: &ClientLive,
     shared: &Shared,
+    keep: bool,
 ) -> (OpStats, Instant, Option<OpStats>) {
     let _done = SetOnDrop(&shared.inserted);
-    let mut st = OpStats::new();
-    let mut del_st = serial.as_ref().map(|_| OpStats::new());
+    let mut st = OpStats::keeping(keep);
+    let mut del_st = serial.as_ref().map(|_| OpStats::keeping(keep));
     for sql in rx {
         let t0 = Instant::now();
         let r = conn.simple(&sql);
@@ -404,8 +409,8 @@ fn run_delete<S: Session>(conn: &mut S, d: &Delete, st: &mut OpStats, live: &Cli
     !conn.is_closed()
 }
 
-fn delete_loop<S: Session>(mut conn: S, rx: Receiver<Delete>, live: &ClientLive) -> OpStats {
-    let mut st = OpStats::new();
+fn delete_loop<S: Session>(mut conn: S, rx: Receiver<Delete>, live: &ClientLive, keep: bool) -> OpStats {
+    let mut st = OpStats::keeping(keep);
     for d in rx {
         if !run_delete(&mut conn, &d, &mut st, live) {
             break;
@@ -421,7 +426,7 @@ fn query_loop<S: Session>(
     shared: &Shared,
     live: &ClientLive,
 ) -> (OpStats, [KindCount; 4]) {
-    let mut st = OpStats::new();
+    let mut st = OpStats::keeping(!plan.counting);
     let mut kinds = [KindCount::default(); 4];
     // Its own stream, apart from the rows', still reproducible from the seed.
     let mut rng = SmallRng::seed_from_u64(plan.seed ^ 0x9E37_79B9_7F4A_7C15);

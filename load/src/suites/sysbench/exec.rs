@@ -33,6 +33,9 @@ pub struct RunOpts {
     /// Each client stops after this many events (warm-up ones included), or at the end of the seconds:
     /// a fixed amount of work, for counting instructions.
     pub events: Option<u64>,
+    /// A run to count instructions by: no line per second (see `report_seconds`), no latencies kept
+    /// (summarising a histogram costs more the wider the latencies spread, which a busy machine does).
+    pub counting: bool,
 }
 
 impl RunOpts {
@@ -285,7 +288,7 @@ fn work<S: Session>(
     let mut left = opts.events.unwrap_or(u64::MAX);
     while !phase.stop.load(Relaxed) {
         if left == 0 {
-            phase.finished.fetch_add(1, Relaxed);
+            phase.finish();
             break;
         }
         left -= 1;
@@ -303,7 +306,9 @@ fn work<S: Session>(
                     tally.rows += done.returned;
                     tally.rows_affected += done.affected;
                     // Values beyond the histogram's range are clamped, never dropped.
-                    tally.latency.saturating_record(us);
+                    if !opts.counting {
+                        tally.latency.saturating_record(us);
+                    }
                 } else {
                     tally.warmup_events += 1;
                 }
@@ -324,7 +329,7 @@ fn work<S: Session>(
                 if worker.conn.is_closed() {
                     // The error above already counted it; a closed connection cannot run more events.
                     // (The connection recorded itself as lost; this tells the reporter a worker is gone.)
-                    phase.lost.fetch_add(1, Relaxed);
+                    phase.lose();
                     break;
                 }
             }
@@ -356,8 +361,9 @@ pub fn run<D: Driver>(driver: &D, w: &'static Workload, opts: RunOpts) -> Result
     let total = Duration::from_secs(opts.warmup + opts.seconds);
     // The client's own CPU is counted from the end of warm-up, like everything else.
     let mut cpu0 = (0.0, 0.0);
+    let warmup = Duration::from_secs(opts.warmup);
     let measure_start =
-        report_seconds(&live, &phase, start, Duration::from_secs(opts.warmup), Some(total), &mut || cpu0 = own_cpu());
+        report_seconds(&live, &phase, start, warmup, Some(total), !opts.counting, &mut || cpu0 = own_cpu());
     let mut tally = Tally::new();
     let mut waits = LockWaits::default();
     for h in handles {
@@ -406,6 +412,7 @@ mod tests {
             range: 100,
             zipf_exp: 0.8,
             events: None,
+            counting: false,
         }
     }
 

@@ -198,6 +198,11 @@ pub struct Options {
     /// Each client stops after this many events (warm-up included), or when the seconds end if sooner.
     #[arg(long)]
     pub events: Option<u64>,
+    /// A run to count instructions by: no line per second and no latencies kept (the summary's are
+    /// zero), so that nothing this client does depends on how long the run or its events took (an
+    /// embedded engine's count is this client's whole work).
+    #[arg(long)]
+    pub counting: bool,
 }
 
 /// A sysbench step with its options resolved.
@@ -234,6 +239,7 @@ impl Options {
                 rows: self.rows,
                 primary_key: !self.no_pk,
                 seed: self.seed,
+                counting: self.counting,
             }));
         }
         let w = workloads::find(step)
@@ -254,6 +260,7 @@ impl Options {
                 range: self.range.unwrap_or(100),
                 zipf_exp: self.zipf_exp.unwrap_or(0.8),
                 events: self.events,
+                counting: self.counting,
             },
         ))
     }

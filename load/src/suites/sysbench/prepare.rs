@@ -14,7 +14,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::fmt::Write;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +26,8 @@ pub struct PrepareOpts {
     pub rows: i32,
     pub primary_key: bool,
     pub seed: u64,
+    /// A load to count instructions by: no line per second, no latencies kept (see `exec::RunOpts`).
+    pub counting: bool,
 }
 
 /// The `detail` of prepare's summary. The envelope's `operations` and `events` are the rows
@@ -145,7 +146,9 @@ fn load<D: Driver>(driver: &D, client: &mut D::Session, opts: &PrepareOpts, live
             client.simple(&sql).map_err(|e| format!("loading sbtest{t}: {}", describe(&e)))?;
             let us = (s0.elapsed().as_micros() as u64).max(1);
             live.record(n as u64, us);
-            latency.saturating_record(us);
+            if !opts.counting {
+                latency.saturating_record(us);
+            }
             done += n;
         }
     }
@@ -168,15 +171,16 @@ pub fn run<D: Driver>(driver: &D, opts: PrepareOpts) -> Result<(), String> {
     let phase = Arc::new(Phase::default());
     let start = Instant::now();
     let cpu0 = own_cpu();
+    let lines = !opts.counting;
     let loader = {
         let (live, phase, driver) = (live.clone(), phase.clone(), driver.clone());
         std::thread::spawn(move || {
             let r = load(&driver, &mut client, &opts, &live[0]);
-            phase.stop.store(true, Relaxed);
+            phase.end();
             r.map(|t| (t, opts))
         })
     };
-    report_seconds(&live, &phase, start, Duration::ZERO, None, &mut || {});
+    report_seconds(&live, &phase, start, Duration::ZERO, None, lines, &mut || {});
     let loaded = loader.join().map_err(|_| "the loader panicked".to_string())?;
     // A broken connection leaves the tables half made: an error, which says that the connection was lost.
     let (loaded, opts) = loaded.map_err(|e| match LOST.ended_early(start) {
@@ -209,7 +213,7 @@ mod tests {
 
     #[test]
     fn prepare_reports_rows_per_second() {
-        let opts = PrepareOpts { tables: 2, rows: 5000, primary_key: false, seed: 1 };
+        let opts = PrepareOpts { tables: 2, rows: 5000, primary_key: false, seed: 1, counting: false };
         let mut latency = new_histogram();
         for us in [1000, 3000] {
             latency.record(us).unwrap();

@@ -209,7 +209,8 @@ class Ibench(Suite):
         return CountPlan(functools.partial(self._rows, step), unit="rows", short=short, from_empty=step == "l.i0")
 
     def _rows(self, step: str, rows: int) -> list[str]:
-        cmd = ["ibench", step, "--clients", "1", "--seed", str(self.settings.seed), "--rows", str(rows)]
+        # --counting: no latencies kept, whose summary costs more the longer the run's statements took.
+        cmd = ["ibench", step, "--clients", "1", "--seed", str(self.settings.seed), "--rows", str(rows), "--counting"]
         # A delete beside an insert makes the work per row depend on how the two overlapped (what the
         # delete's scan finds dead, what pruning may remove): counted, each delete follows its insert.
         serial = ["--serial"] if step in DELETING else []
