@@ -22,6 +22,7 @@ packages=(
   procps psmisc                                                 # process inspection in tests
   sysbench libpq-dev                                            # references the load client is checked against (bench/)
   valgrind                                                      # instruction counts per operation
+  bolt-19                                                       # BOLT variants (llvm-bolt, merge-fdata); the tests rewrite a toy
   linux-perf                                                    # sampled CPU profiles and flame graphs
   libsqlite3-0 sqlite3 tcl                                      # SQLite: Debian's library and shell; tclsh makes the amalgamation
   mariadb-server mariadb-client mariadb-plugin-rocksdb          # MariaDB: Debian's server, its tools, MyRocks

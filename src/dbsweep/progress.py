@@ -151,6 +151,8 @@ class BuildLog:
         s = self.status
         if s is None:
             return "waiting to start", "time left not known yet"
+        if s.objects_total == 0 and not s.compiling:  # a BOLT build's own part: a copy rewritten, nothing compiled
+            return s.stage, "nothing to compile"
         left = self.left(now)
         if left is None:
             when = "time left not known yet"

@@ -6,12 +6,14 @@ e2e/test_build.py."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from dbsweep.build import cache, variants
+from dbsweep.build import bolt, cache, variants
 from dbsweep.build.compiler import Compiler, compiler_for, output
+from dbsweep.build.objects import Status
 from dbsweep.build.recipe import Facts, Phase, Recipe, Step, TrainingRun
 from dbsweep.build.variants import Variant
 from dbsweep.engines.base import Install
@@ -39,11 +41,12 @@ def test_builtin_variants_follow_the_method() -> None:
         "o2_nofp": ("-O2 -fno-omit-frame-pointer", "", False),
         "o3": ("-O3", "", False),
         "o3_native": ("-O3 -march=native -mtune=native", "", False),
-        "o3_native_lto": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto", False),
+        # Linked with relocations (code unchanged): their BOLT variants rewrite a copy of that very build.
+        "o3_native_lto": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto -Wl,--emit-relocs", False),
         "o3_lto": ("-O3 -flto=auto", "-flto=auto", False),  # portable: valgrind counts it on any x86-64
         "os": ("-Os", "", False),
         "pgo": ("-O2", "", True),
-        "pgo_lto": ("-O2 -flto=auto", "-flto=auto", True),
+        "pgo_lto": ("-O2 -flto=auto", "-flto=auto -Wl,--emit-relocs", True),
         # BOLT on the engine's own build, on the strongest one, and on PGO + LTO (test_bolt).
         "bolt": ("", "-Wl,--emit-relocs", False),
         "o3_native_lto_bolt": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto -Wl,--emit-relocs", False),
@@ -236,6 +239,34 @@ def test_a_recipe_of_another_kind_is_built_cached_and_profiled(tmp_path: Path) -
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
 
 
+@pytest.mark.skipif(bolt.tool() is None, reason="no llvm-bolt installed (scripts/setup.sh installs bolt-19)")
+def test_a_bolt_build_rewrites_a_copy_of_its_base_build(tmp_path: Path) -> None:
+    """PGO + BOLT: the PGO build is made once, as an entry of its own, and BOLT rewrites a copy of it (its profile
+    included), training once more; a second BOLT build of it makes no PGO build again."""
+    toy, tree, root = ToyRecipe(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    v = Variant("pgo_bolt", cflags=("-O2",), ldflags=("-Wl,--emit-relocs",), pgo=True, bolt=True)
+    rec = Recorder()
+    b = cache.build(toy, tree, v, root, progress=rec.on_progress)
+    base = cache.find(toy, tree, variants.bolt_base(v), root)
+    assert base is not None and base.name.startswith("toy-1.0-pgo_bolt_base-") and base.variant == "pgo_bolt_base"
+    assert len(toy.trained) == 2  # PGO's training, then BOLT's: one PGO build
+    assert b.metadata["bolt_of"] == {"name": base.name, "key": base.key, "created": base.created}
+    assert b.metadata["pgo"] == base.metadata["pgo"] and b.configure_command == base.configure_command
+    assert b.metadata["bolt"]["profile_files"] >= 1 and b.metadata["objects"] == 0
+    assert (b.bindir / "toy").read_bytes() != (base.bindir / "toy").read_bytes()  # rewritten, the base untouched
+    assert subprocess.run([b.bindir / "toy"], capture_output=True, text=True, check=True).stdout == "toy 1.0\n"
+    fractions = [f for f, _ in rec.progress]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0  # the base's share first, never backwards
+    again = cache.build(toy, tree, replace(v, name="pgo_bolt2"), root)  # same recipe, same key: cached
+    assert again.key == b.key and len(toy.trained) == 2
+    other = Variant("o1_bolt", cflags=("-O1",), ldflags=("-Wl,--emit-relocs",), bolt=True)
+    heard: list[Status] = []
+    cache.build(toy, tree, other, root, status=heard.append)
+    assert len(toy.trained) == 3  # BOLT's training alone: its base (not PGO) has none
+    bolts = [s for s in heard if s.stage.startswith("BOLT")]
+    assert bolts and all(s.objects_total == 0 and s.fraction >= cache.BASE_SHARE for s in bolts)
+
+
 def test_cache_key_covers_the_modules_installed_beside_the_engine(tree: SourceTree) -> None:
     """A build made before a contrib module joined the list lacks it: it must not be taken from the cache."""
     gcc = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
@@ -307,7 +338,7 @@ def test_a_clang_lto_build_archives_and_links_with_llvms_tools() -> None:
     """LTO objects are LLVM bitcode: the archiver and the linker are LLVM's, of the compiler's version."""
     v = variants.resolve_for("o3_native_lto", "clang-16")
     assert dict(v.configure_vars) == {"AR": "llvm-ar-16", "RANLIB": "llvm-ranlib-16", "NM": "llvm-nm-16"}
-    assert v.ldflags == ("-flto=auto", "-fuse-ld=lld")
+    assert v.ldflags == ("-flto=auto", "-Wl,--emit-relocs", "-fuse-ld=lld")
     assert variants.resolve_for("o3", "clang-16").configure_vars == ()  # no LTO: binutils do
     assert dict(variants.resolve_for("o3_native_lto", "clang").configure_vars)["AR"] == "llvm-ar"
     assert variants.resolve_for("o3_native_lto", "gcc-11").configure_vars == ()

@@ -405,7 +405,7 @@ def test_the_recipe_configures_with_cmake(tmp_path: Path) -> None:
     flags = "-O3 -march=native -mtune=native -flto=auto -g -DNDEBUG"
     assert f"-DCMAKE_C_FLAGS_RELWITHDEBINFO={flags}" in lto and f"-DCMAKE_CXX_FLAGS_RELWITHDEBINFO={flags}" in lto
     for kind in ("EXE", "SHARED", "MODULE"):
-        assert f"-DCMAKE_{kind}_LINKER_FLAGS=-flto=auto" in lto
+        assert f"-DCMAKE_{kind}_LINKER_FLAGS=-flto=auto -Wl,--emit-relocs" in lto
     assert "-DCMAKE_C_COMPILER_LAUNCHER=ccache" in lto and "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" in lto
 
     clang = Variant("clang_lto", compiler="clang-16", configure=("--fresh",), configure_vars=(("AR", "llvm-ar"),))

@@ -15,6 +15,11 @@ build ends up.
 Non-PGO builds compile through ccache when it is installed (hits need the same root, as the object
 directory's path is part of ccache's hash with -g).
 
+BOLT (`variant.bolt`): the base build (`variants.bolt_base`: the same recipe without BOLT, linked with its
+relocations), found or made as an entry of its own, then its install copied and its binary rewritten by llvm-bolt
+(instrumented, trained, optimised; `build.bolt`). PGO + LTO + BOLT thus rewrites that very PGO build, not a second
+one with a training run of its own.
+
 PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`), the recipe's training
 run on it as `Recipe.training_user()`, the recipe's check of the profile, then the optimised build in the
 same object directory (gcc names profiles after the objects' absolute paths) with `Recipe.optimised`'s
@@ -25,6 +30,7 @@ depend on the profile.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import hashlib
@@ -43,7 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dbsweep import procs
-from dbsweep.build import bolt
+from dbsweep.build import bolt, variants
 from dbsweep.build.compiler import Compiler, compiler_for
 from dbsweep.build.objects import Objects, Status, StatusFn
 from dbsweep.build.recipe import Failure, LogFn, Phase, ProgressFn, Recipe, Step, TrainingRun, major_version
@@ -56,6 +62,7 @@ from dbsweep.sources import SourceTree
 KEY_SCHEMA = 1
 META_FILE = "build.json"
 LOG_FILE = "build.log"
+BASE_SHARE = 0.9  # of a BOLT build's progress: its base build (found or made), then BOLT's own part
 # Environment variables that would leak into a build and change the binary behind our back.
 _FLAG_VARS = ("CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS")
 _MAKE_VARS = ("DESTDIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS", "LANG", "LANGUAGE")
@@ -212,6 +219,8 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
             "tool": t.version if t else None,
             "options": bolt.options(t) if t else None,
             "training": recipe.training(),
+            # A copy of this build is what BOLT rewrites (`variants.bolt_base`).
+            "base": cache_key(recipe, tree, variants.bolt_base(variant), compiler, copy),
         }
     if extras := recipe.extra_installs():  # only when there are any: other engines' keys stay as they were
         material["extra_installs"] = extras
@@ -283,11 +292,26 @@ def build(
     key = cache_key(recipe, tree, variant, compiler, copy)
     cached = find_key(recipe, root, key)
     if cached is None:
+        base = None
+        if variant.bolt:
+            # The build BOLT rewrites a copy of, found or made first (its own entry, shared with its variant's
+            # targets): nine tenths of the progress.
+            base = build(
+                recipe,
+                tree,
+                variants.bolt_base(variant),
+                root,
+                log=log,
+                progress=None if progress is None else lambda f, m: progress(BASE_SHARE * f, m),
+                status=None if status is None else lambda s: status(_scaled(s, BASE_SHARE)),
+                copy=copy,
+            )
         root.mkdir(parents=True, exist_ok=True)
         with _locked(root, log):
             cached = find_key(recipe, root, key)  # another dbsweep may have built it while we waited
             if cached is None:
-                return _Builder(recipe, tree, variant, root, compiler, key, log, progress, status, copy).run()
+                builder = _Builder(recipe, tree, variant, root, compiler, key, log, progress, status, copy, base)
+                return builder.run()
     if log is not None:
         log(f"{cached.name}: cached")
     if progress is not None:
@@ -297,6 +321,10 @@ def build(
         done = objects if isinstance(objects, int) else 0
         status(Status(1.0, "cached", done, done, compiling=False))
     return cached
+
+
+def _scaled(s: Status, share: float) -> Status:
+    return dataclasses.replace(s, fraction=share * s.fraction)
 
 
 @contextlib.contextmanager
@@ -343,9 +371,11 @@ class _Builder:
         progress: ProgressFn | None,
         status: StatusFn | None,
         copy: int = 0,
+        base: Build | None = None,
     ) -> None:
         self.recipe, self.tree, self.variant, self.root, self.compiler = recipe, tree, variant, root, compiler
         self.copy = copy
+        self.base = base  # a BOLT build's: the build whose install it copies and rewrites
         self.key, self.log_fn = key, log
         self.progress_fn, self.status_fn = progress, status
         self.span = _Span(self._report, 0.0, 1.0)
@@ -361,7 +391,11 @@ class _Builder:
         # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
         self.ccache = not variant.pgo and shutil.which("ccache") is not None
         expected, self.seconds_expected = _expected(root, recipe, tree, variant)
-        self.objects = Objects(recipe.object_line, expected, 2 if variant.pgo else 1)
+        # A PGO build compiles twice; BOLT on a copy of a build, never.
+        compiles = 0 if base is not None else 2 if variant.pgo else 1
+        if base is not None:
+            self.seconds_expected = None
+        self.objects = Objects(recipe.object_line, expected, compiles)
         self.compiling = False  # in a compile step (the objects' rate is taken over these)
         self.stage_prefix = ""  # which phase of a PGO build
         self.logf: IO[bytes] | None = None
@@ -387,7 +421,10 @@ class _Builder:
         try:
             with self.log_path.open("wb") as self.logf:
                 self._note(f"dbsweep build {self.name}\nkey {self.key}\nsource {self.tree.spec} at {self.tree.path}")
-                configure = self._pgo() if self.variant.pgo else self._plain()
+                if self.base is not None:
+                    configure = self._copy_base(self.base)
+                else:
+                    configure = self._pgo() if self.variant.pgo else self._plain()
                 if self.variant.bolt:
                     self.extra["bolt"] = self._bolt()
             self.logf = None
@@ -418,6 +455,22 @@ class _Builder:
         cmd = self._compile(phase, self.span)
         self._install(phase, self.span.part(0.92, 1.0))
         return cmd
+
+    def _copy_base(self, base: Build) -> list[str]:
+        """A BOLT build's start: its base build's install, copied into the stage (the binary BOLT rewrites is that
+        very build's, PGO's profile included); its configure line is the base's."""
+        self.say(f"BOLT on a copy of {base.name}")
+        self.span(BASE_SHARE, f"copying {base.name}")
+        staged = self.stage / str(self.final / "install").lstrip("/")
+        staged.parent.mkdir(parents=True)
+        shutil.copytree(base.install_dir, staged, symlinks=True)
+        self.build_dir.mkdir(parents=True, exist_ok=True)  # nothing is compiled; _finish removes it
+        self.ccache = base.ccache
+        self.extra["bolt_of"] = {"name": base.name, "key": base.key, "created": base.created}
+        if "pgo" in base.metadata:
+            self.extra["pgo"] = base.metadata["pgo"]
+        self._note(f"the install of {base.name} ({base.dir}), copied")
+        return list(base.configure_command)
 
     def _pgo(self) -> list[str]:
         recipe = self.recipe

@@ -101,10 +101,13 @@ BUILTINS: dict[str, Variant] = {
         Variant("o2_nofp", cflags=_flags("-O2 -fno-omit-frame-pointer"), description="-O2 with frame pointers"),
         Variant("o3", cflags=_flags("-O3")),
         Variant("o3_native", cflags=_flags(_O3_NATIVE)),
+        # o3_native_lto and pgo_lto keep their relocations (the code is the same, the file larger): their BOLT
+        # variants rewrite a copy of that very build (`bolt_base`). A second PGO build would differ from the
+        # first by its own training run, and BOLT's effect could not be told from that.
         Variant(
             "o3_native_lto",
             cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
-            ldflags=_flags("-flto=auto"),
+            ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
             description="-O3 for this CPU with link-time optimisation",
         ),
         # Portable: valgrind counts it on any x86-64 CPU, where -march=native on one with AVX-512 cannot be.
@@ -122,7 +125,7 @@ BUILTINS: dict[str, Variant] = {
         Variant(
             "pgo_lto",
             cflags=_flags("-O2 -flto=auto"),
-            ldflags=_flags("-flto=auto"),
+            ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
             pgo=True,
             description="-O2 + LTO, profile-guided (gcc)",
         ),
@@ -146,6 +149,23 @@ BUILTINS: dict[str, Variant] = {
         ),
     )
 }
+
+
+def bolt_base(variant: Variant) -> Variant:
+    """The build a BOLT variant rewrites a copy of: the same recipe without BOLT, named as the built-in variant
+    of that recipe if there is one (pgo_lto_bolt's is pgo_lto), else `<variant>_base` (bolt's: the engine's own
+    flags, linked with relocations)."""
+    base = replace(variant, bolt=False, description=f"what {variant.name} rewrites")
+    for v in BUILTINS.values():
+        if v.bolt:
+            continue
+        try:
+            same = with_compiler(v, variant.compiler)  # pgo_lto_bolt+gcc-12's is pgo_lto+gcc-12
+        except DbsweepError:
+            continue
+        if same.recipe() == base.recipe():
+            return replace(base, name=same.name, description=same.description)
+    return replace(base, name=f"{variant.name[:34]}_base")
 
 
 def builtin(name: str) -> Variant:
