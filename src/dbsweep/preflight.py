@@ -498,9 +498,10 @@ def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = Fal
     needed = look.needed
     if counts_only:
         wanted = {
-            (study.targets[i].source, v.name, study.targets[i].build_copy)
+            (study.targets[i].source, name, study.targets[i].build_copy)
             for i in counted
             if (v := look.known[i].variant) is not None
+            for name in (v.name, *([recipes.bolt_base(v).name] if v.bolt else []))  # BOLT's base is built first
         }
         needed = {k: v for k, v in needed.items() if k in wanted}
     parts = {

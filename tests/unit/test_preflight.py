@@ -154,7 +154,8 @@ def test_estimate_grows_with_repeats_and_seconds(tmp: Path) -> None:
     assert more_repeats.data_bytes == base.data_bytes  # one data directory at a time
 
 
-def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path) -> None:
+def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight.instructions, "host_cpu_flags", lambda: {"avx2"})  # c's -march=native counts
     path = write_study(tmp)
     text = path.read_text().split("[[targets]]")[0]
     text += "".join(
@@ -174,6 +175,19 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path) -> None:
     expected = preflight.BUILD_S + preflight.LTO_BUILD_S + preflight.LTO_BUILD_S * preflight.PGO_FACTOR
     assert e.parts["builds"] == pytest.approx(expected)
     assert "3 builds ≈ " in preflight.describe(e)
+
+    # BOLT rewrites a copy of its base build: pgo_lto_bolt's is d's pgo_lto (no build more than BOLT's part),
+    # bolt's is bolt_base (a build of its own, then BOLT's part); counts-only builds the bases too.
+    path.write_text(
+        path.read_text()
+        + '[[targets]]\nname = "e"\nsource = "15.18"\nvariant = "pgo_lto_bolt"\nconfig = "cx10a_c2r24"\n'
+        + '[[targets]]\nname = "f"\nsource = "15.18"\nvariant = "bolt"\nconfig = "cx10a_c2r24"\n'
+        + "[measure]\ninstructions = true\n"
+    )
+    study = load_study(path)
+    for e in (preflight.check(study).estimate, preflight.estimate(study, counts_only=True)):
+        assert e.builds_needed == 6
+        assert e.parts["builds"] == pytest.approx(expected + 2 * preflight.BOLT_S + preflight.BUILD_S)
 
 
 def test_ibench_estimate_and_clean_check(tmp: Path) -> None:
