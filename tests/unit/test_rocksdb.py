@@ -272,6 +272,7 @@ def test_the_counted_runs_read_a_fixed_number_of_keys_without_periodic_reports()
     assert _flag(counted, "report_interval_seconds") == "0" and _flag(counted, "stats_interval_seconds") == "0"
     assert _flag(counted, "seek_nexts") == "10" and _flag(counted, "num") == "1000"
     assert sum(a.startswith("--duration=") for a in counted) == 1
+    assert _flag(counted, "histogram") == "0" and sum(a.startswith("--histogram=") for a in counted) == 1
     # The cached profile reads the database into the block cache first, in the probe and in every counted run,
     # and the run's result is still the step's own benchmark.
     assert _flag(probe, "benchmarks") == "readtocache,seekrandom,stats" == _flag(counted, "benchmarks")

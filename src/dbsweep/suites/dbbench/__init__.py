@@ -261,12 +261,18 @@ class Dbbench(Suite):
         return self.settings.keys / WARMUP_KEYS_PER_S if self.cached else 0.0
 
     def instruction_command(self, step: str, seconds: int) -> list[str]:
-        """One thread of `step` for `seconds`, without the periodic reports, whose count would follow the clock.
+        """One thread of `step` for `seconds`, without the periodic reports, whose count would follow the clock,
+        and without the latency histogram, whose printing grows with how widely the latencies spread.
 
         On the cached profile the run first reads the whole database into the block cache, as the timed steps
         find it: a fresh db_bench starts with an empty cache, so without it nearly every counted read would
         load and checksum a block. The short and the long run warm alike, so their difference is warm reads."""
-        quiet = {"--report_interval_seconds": "0", "--stats_interval_seconds": "0", "--duration": str(seconds)}
+        quiet = {
+            "--report_interval_seconds": "0",
+            "--stats_interval_seconds": "0",
+            "--histogram": "0",
+            "--duration": str(seconds),
+        }
         cmd = [a for a in self.command(step, 1) if a.partition("=")[0] not in quiet]
         if self.cached:
             cmd = [f"--benchmarks={WARMUP},{a.partition('=')[2]}" if a.startswith("--benchmarks=") else a for a in cmd]
