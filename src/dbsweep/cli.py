@@ -654,6 +654,13 @@ def why(
     run_id: Annotated[int | None, typer.Option("--run", help="The run to explain (default: the latest).")] = None,
     server_class: ClassOpt = None,
     setup: SetupOpt = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            help="Another target to explain it against instead of the base (pgo_lto_bolt against pgo_lto).",
+        ),
+    ] = None,
 ) -> None:
     """Why a target's instructions per event differ from the base's: the functions that changed most."""
     from dbsweep.report import fmt as report_fmt
@@ -662,11 +669,15 @@ def why(
     from dbsweep.verdicts import instructions
 
     s = _one_part(_study(study, workspace), server_class, setup)
-    if target not in {t.label for t in s.targets}:
-        raise DbsweepError(f"{study} has no target {target!r}; its targets: {', '.join(t.label for t in s.targets)}")
-    if target == s.base:
-        others = ", ".join(t.label for t in s.targets if t.label != s.base) or "none"
-        raise DbsweepError(f"--target: {target} is the base, which why compares the others with; the others: {others}")
+    labels = [t.label for t in s.targets]
+    for option, name in (("--target", target), ("--against", against)):
+        if name is not None and name not in labels:
+            raise DbsweepError(f"{option}: {study} has no target {name!r}; its targets: {', '.join(labels)}")
+    base_label = against or s.base
+    if target == base_label:
+        others = ", ".join(t for t in labels if t != base_label) or "none"
+        what = "the target --against names" if against else "the base, which why compares the others with"
+        raise DbsweepError(f"--target: {target} is {what}; the others: {others}")
     full = _step_named(s, step, "--step")
     store = _open_store(s, must_exist=True, read_only=True)
     try:
@@ -677,22 +688,23 @@ def why(
         floors = instructions.calibrated_floors(s, store)
     finally:
         store.close()
-    base, other = counts.get((s.base, full)), counts.get((target, full))
+    base, other = counts.get((base_label, full)), counts.get((target, full))
     if base is None or other is None:
-        counted = sorted({st for (t, st) in counts if t == target})
+        missing = target if base is not None else against or "the base"
+        counted = sorted({st for (t, st) in counts if t == (target if base is not None else base_label)})
         raise DbsweepError(
-            f"run {rid} has no instruction count of {full} for {'the base' if base is None else target}; "
+            f"run {rid} has no instruction count of {full} for {missing}; "
             + (f"counted steps: {', '.join(counted)}" if counted else "it counted none (measure.instructions)")
         )
-    for side, name in ((base, s.base), (other, target)):
+    for side, name in ((base, base_label), (other, target)):
         if side.error:
             raise DbsweepError(f"the count of {full} for {name} failed: {side.error}")
     # The verdict's own figure: the report judges and shows this very number (run_verdicts: one basis per step).
-    j = instructions.run_verdicts(counts, s.base, floors)[(target, full)]
+    j = instructions.run_verdicts(counts, base_label, floors)[(target, full)]
     tag = "the processes that served the client" if j.basis == "foreground" else "every process"
     console.print(
         f"{full} (an event: {event_words(other)}): {target} runs {report_fmt.instructions(j.target_figure)} "
-        f"instructions per event, {s.base} {report_fmt.instructions(j.base_figure)} "
+        f"instructions per event, {base_label} {report_fmt.instructions(j.base_figure)} "
         f"({report_fmt.instr_verdict(j)}; {tag}, floor {report_fmt.floor(j)}); the functions that changed most "
         "(own instructions per event, change, change %, function, file:line):"
     )

@@ -260,6 +260,16 @@ def test_why_takes_the_load_step_and_refuses_the_base(tmp_path: Path) -> None:
     assert load.returncode == 0 and load.stdout.startswith("load (an event: one row): rollback runs"), load.stderr
     base = cli("why", path, "--target", "wal", "--step", "load")
     assert base.returncode == 1 and "--target: wal is the base" in base.stderr and "rollback" in base.stderr
+    # --against: the base explained against another target (the study's two here), the sign turned over.
+    back = cli("why", path, "--target", "wal", "--against", "rollback", "--step", "load", "--top", "3")
+    assert back.returncode == 0 and back.stdout.startswith("load (an event: one row): wal runs"), back.stderr
+    assert "instructions per event, rollback " in back.stdout
+    there, away = (re.findall(r"([+-][\d,]+) \(", r.stdout)[:1] for r in (load, back))
+    assert there and away and there[0].lstrip("+-") == away[0].lstrip("+-") and there[0][0] != away[0][0]
+    same = cli("why", path, "--target", "wal", "--against", "wal", "--step", "load")
+    assert same.returncode == 1 and "is the target --against names" in same.stderr
+    none = cli("why", path, "--target", "wal", "--against", "nosuch", "--step", "load")
+    assert none.returncode == 1 and "--against:" in none.stderr and "no target 'nosuch'" in none.stderr
 
 
 def test_a_step_not_run_yet_is_not_called_failed_in_what_decides(tmp_path: Path) -> None:
