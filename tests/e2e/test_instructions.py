@@ -89,7 +89,7 @@ def test_point_query_is_plausible_and_repeatable(point: InstructionCount) -> Non
     assert point.wall_s > 0 and not point.reused_data
     # Counted with commits flushed by their backend and no autovacuum: settings that make the work depend on time.
     assert {"synchronous_commit = on", "autovacuum = off"} <= set(point.held)
-    assert point.step == "point-query_range=100" and point.command[-2:] == ["--events", str(point.amount)]
+    assert point.step == "point-query_range=100" and point.command[-3:] == ["--events", str(point.amount), "--counting"]
     # Why: the per-function counts add up to about the whole per-event figure, and name Postgres's executor.
     names = {f["function"] for f in point.functions}
     assert any("PostgresMain" in n or "exec_" in n or "ExecutorRun" in n for n in names), sorted(names)[:20]

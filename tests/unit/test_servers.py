@@ -42,8 +42,12 @@ def _mariadb(tmp_path: Path) -> mariadb.Server:
 
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """A process that stands in for a server's (its own session: a kill by process group reaches it alone)."""
-    proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    """A process that stands in for a server's (its own session: a kill by process group reaches it alone). SIGINT
+    is made to end it: a test run started in the background of a shell inherits SIGINT ignored, which a real
+    server's own handler overrides and `sleep` would keep (Postgres's clean shutdown is a SIGINT)."""
+    proc = subprocess.Popen(
+        ["sleep", "600"], start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    )
     try:
         yield proc
     finally:
