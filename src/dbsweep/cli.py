@@ -690,8 +690,8 @@ def why(
         store.close()
     base, other = counts.get((base_label, full)), counts.get((target, full))
     if base is None or other is None:
-        missing = target if base is not None else against or "the base"
-        counted = sorted({st for (t, st) in counts if t == (target if base is not None else base_label)})
+        missing, who = (target, target) if base is not None else (against or "the base", base_label)
+        counted = sorted({st for (t, st) in counts if t == who})
         raise DbsweepError(
             f"run {rid} has no instruction count of {full} for {missing}; "
             + (f"counted steps: {', '.join(counted)}" if counted else "it counted none (measure.instructions)")

@@ -291,18 +291,24 @@ class _Look:
             self.problems.append((f"targets[{i}].source", problem))
         if spec in self._pool_notes:
             self.warnings.append((f"targets[{i}].source", self._pool_notes.pop(spec)))
-        found = None
-        if tree is not None and tree.identity in self._identities and shutil.which(variant.compiler):
-            try:
-                found = cache.find(self.recipe, tree, variant, self.builds_root, copy)
-            except DbsweepError:
-                found = None
+        found = self._cached(tree, variant, copy)
         if found is None:
             self.needed.setdefault((spec, variant.name, copy), variant)
-            if variant.bolt:  # BOLT rewrites a copy of its base build, which is made first when it is not cached
-                self._built(i, spec, kind, recipes.bolt_base(variant), copy)
+            # BOLT rewrites a copy of its base build, which is made first when it is not cached.
+            base = recipes.bolt_base(variant) if variant.bolt else None
+            if base is not None and self._cached(tree, base, copy) is None:
+                self.needed.setdefault((spec, base.name, copy), base)
             return None
         return found.install
+
+    def _cached(self, tree: SourceTree | None, variant: recipes.Variant, copy: int) -> cache.Build | None:
+        """The build of `tree` at `variant` in the cache, when the tree and the compiler are there to key it."""
+        if tree is None or tree.identity not in self._identities or not shutil.which(variant.compiler):
+            return None
+        try:
+            return cache.find(self.recipe, tree, variant, self.builds_root, copy)
+        except DbsweepError:
+            return None
 
     def _source(self, spec: str, kind: str) -> tuple[str | None, SourceTree | None]:
         if spec not in self._trees:

@@ -224,19 +224,27 @@ mod tests {
         assert!(phase.stop.load(Relaxed));
     }
 
+    /// A worker that finishes its events once `ready` holds (looked at every 10 ms).
+    fn finishing_when(
+        phase: &std::sync::Arc<Phase>,
+        ready: impl Fn(&Phase) -> bool + Send + 'static,
+    ) -> std::thread::JoinHandle<()> {
+        let phase = phase.clone();
+        std::thread::spawn(move || {
+            while !ready(&phase) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            phase.finish();
+        })
+    }
+
     #[test]
     fn without_lines_a_finished_worker_still_ends_the_step() {
         // No line a second, so no wake by the clock before the 100 s end: the bell must end it.
         let live = [Live::default()];
         let phase = std::sync::Arc::new(Phase::default());
-        let worker = {
-            let phase = phase.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(100));
-                phase.finish();
-            })
-        };
         let t0 = Instant::now();
+        let worker = finishing_when(&phase, move |_| t0.elapsed() >= Duration::from_millis(100));
         let total = Some(Duration::from_secs(100));
         let m = report_seconds(&live, &phase, t0, Duration::ZERO, total, false, &mut || {});
         worker.join().unwrap();
@@ -250,15 +258,7 @@ mod tests {
         // The reporter's one wake by the clock: the end of the warm-up, which starts the measurement.
         let live = [Live::default()];
         let phase = std::sync::Arc::new(Phase::default());
-        let worker = {
-            let phase = phase.clone();
-            std::thread::spawn(move || {
-                while !phase.measuring.load(Relaxed) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                phase.finish();
-            })
-        };
+        let worker = finishing_when(&phase, |p| p.measuring.load(Relaxed));
         let t0 = Instant::now();
         let warmup = Duration::from_millis(300);
         let m = report_seconds(&live, &phase, t0, warmup, Some(Duration::from_secs(100)), false, &mut || {});

@@ -390,11 +390,12 @@ class _Builder:
         self.jobs = len(os.sched_getaffinity(0))
         # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
         self.ccache = not variant.pgo and shutil.which("ccache") is not None
-        expected, self.seconds_expected = _expected(root, recipe, tree, variant)
         # A PGO build compiles twice; BOLT on a copy of a build, never.
-        compiles = 0 if base is not None else 2 if variant.pgo else 1
         if base is not None:
-            self.seconds_expected = None
+            expected, self.seconds_expected, compiles = 0, None, 0
+        else:
+            expected, self.seconds_expected = _expected(root, recipe, tree, variant)
+            compiles = 2 if variant.pgo else 1
         self.objects = Objects(recipe.object_line, expected, compiles)
         self.compiling = False  # in a compile step (the objects' rate is taken over these)
         self.stage_prefix = ""  # which phase of a PGO build

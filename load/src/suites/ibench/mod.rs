@@ -18,7 +18,7 @@ use crate::driver::lost::{EndedEarly, LOST};
 use crate::driver::LockWaits;
 use crate::driver::{describe, existing_tables, Dialect, Driver, Session};
 use crate::output::emit;
-use crate::output::seconds::Bell;
+use crate::output::seconds::Phase;
 use crate::output::summary::{ClientUsage, Counts, EngineDetail, OpsName, Suite, Summary};
 use crate::output::tally::Tally;
 use crate::output::usage::{own_cpu, own_max_rss_kb};
@@ -27,7 +27,7 @@ use report::{ClientLive, LowTail, OpStats, OpSummary};
 use roles::{Client, ClientPlan, ClientResult, KindCount, QueryMode, StepShared, POINT_KIND};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::atomic::AtomicI64;
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
@@ -556,15 +556,14 @@ fn drive<D: Driver>(
 pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), String> {
     let plan = Plan::new(step, opts)?;
     let live: Arc<Vec<ClientLive>> = Arc::new((0..plan.clients).map(|_| ClientLive::default()).collect());
-    let stop = Arc::new((AtomicBool::new(false), Bell::default()));
+    let phase = Arc::new(Phase::default());
     let (tx, rx) = mpsc::channel();
     let dialect = driver.dialect();
     let stepper = {
-        let (driver, plan, live, stop) = (driver.clone(), plan.clone(), live.clone(), stop.clone());
+        let (driver, plan, live, phase) = (driver.clone(), plan.clone(), live.clone(), phase.clone());
         std::thread::spawn(move || {
             let r = drive(&driver, &plan, &live, tx);
-            stop.0.store(true, Relaxed);
-            stop.1.ring();
+            phase.end();
             r
         })
     };
@@ -575,7 +574,7 @@ pub fn run<D: Driver>(driver: &D, step: &str, opts: &Options) -> Result<(), Stri
     let Ok(start) = rx.recv() else {
         return join(stepper).map(|_| ());
     };
-    let samples = report::report_seconds(&live, &stop.0, &stop.1, start, plan.query.is_some());
+    let samples = report::report_seconds(&live, &phase, start, plan.query.is_some());
     let out = join(stepper)?;
     let ended_early = LOST.ended_early(start);
     if let Some(e) = &ended_early {

@@ -6,10 +6,10 @@
 use crate::driver::{describe, error_kind, DbError, LockWaits};
 use crate::output::emit;
 use crate::output::histogram::{encode_histogram, Latency};
-use crate::output::seconds::{self, Bell, Live};
+use crate::output::seconds::{self, Live, Phase};
 use crate::output::tally::Tally;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 /// Upper bounds (inclusive, µs) of the method's response-time buckets; a tenth bucket holds the rest.
@@ -246,19 +246,13 @@ pub struct Samples {
     pub qps: Vec<f64>,
 }
 
-/// Emits one line per second from `start` until `stop` is set (and `bell` rung); returns the
+/// Emits one line per second from `start` until the step ends (`phase.end`); returns the
 /// per-second rates.
 /// `queries_main` makes queries the line's main operation (`ops`, `max_us`), else inserted rows.
 /// A last, partial interval is printed when something happened in it, and kept as a rate sample
 /// only when at least half a second long (a sliver would make a meaningless rate) or when it is
 /// the only interval (a step shorter than a second).
-pub fn report_seconds(
-    live: &[ClientLive],
-    stop: &AtomicBool,
-    bell: &Bell,
-    start: Instant,
-    queries_main: bool,
-) -> Samples {
+pub fn report_seconds(live: &[ClientLive], phase: &Phase, start: Instant, queries_main: bool) -> Samples {
     let mut samples = Samples::default();
     let mut prev = [0u64; 6];
     let mut last = start;
@@ -267,8 +261,8 @@ pub fn report_seconds(
         t += 1;
         let tick = start + Duration::from_secs(t);
         // Woken by the end of the step, not polling for it (see `Bell`).
-        bell.wait(Some(tick), &|| stop.load(Relaxed));
-        let stopping = stop.load(Relaxed);
+        phase.bell.wait(Some(tick), &|| phase.stop.load(Relaxed));
+        let stopping = phase.stop.load(Relaxed);
         let now = Instant::now();
         let mut cur = [0u64; 6];
         let mut max = [0u64; 3];

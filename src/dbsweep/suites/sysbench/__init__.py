@@ -45,7 +45,7 @@ EVENTS_CAP_SECONDS = 3600
 # and both are work that grows with how long the run took (a line a second; a histogram's summary, which walks
 # more buckets the wider the latencies spread), not with its events: +115,000 instructions in the summary of
 # 20,000 point queries of SQLite on a CPU shared with three busy processes.
-QUIET = ["--counting"]
+COUNTING = ["--counting"]
 LOAD_COUNT_ROWS = 20_000  # the instruction pass's short load at most (the long one loads three times as many)
 STEP_OVERHEAD_S = 1.0  # per step and client count: connecting, preparing, the statistics after it
 ROW_BYTES = 270  # heap, primary key and the index on k (264 B measured)
@@ -253,11 +253,11 @@ class Sysbench(Suite):
     def _load_rows(self, rows: int) -> list[str]:
         s = self.settings
         sizes = ["--tables", str(s.tables), "--rows", str(rows), "--seed", str(s.seed)]
-        return ["sysbench", "prepare", *sizes, *QUIET] + ([] if s.primary_key else ["--no-pk"])
+        return ["sysbench", "prepare", *sizes, *COUNTING] + ([] if s.primary_key else ["--no-pk"])
 
     def _events(self, step: str, events: int) -> list[str]:
         # The seconds only bound a run that cannot finish its events (a stuck server); valgrind is slow.
-        return [*self._run(step, 1, EVENTS_CAP_SECONDS, 0), "--events", str(events), *QUIET]
+        return [*self._run(step, 1, EVENTS_CAP_SECONDS, 0), "--events", str(events), *COUNTING]
 
     def instruction_command(self, step: str, seconds: int) -> list[str]:
         return self._run(step, 1, seconds, 0)
