@@ -1,0 +1,172 @@
+"""Seed 004's tables: when a study's targets build one source with one config by several compilers, each at the
+same set of variants, the report adds a matrix per figure: a row per step and compiler (its full version), the
+reference variant's QPS (or instructions per event), and each other variant's change against the same
+compiler's reference build, with its verdict. The seed's question is what a flag does for a given compiler,
+which the main table (everything against one base) does not show; its verdicts pair the two targets' rounds as
+the main table's do, with the same noise."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dbsweep.report import fmt
+from dbsweep.report.data import Comparison, ReportData, Row, compare, qps_noise
+from dbsweep.report.tables import ExtraTable, Value
+from dbsweep.verdicts import calibrate
+from dbsweep.verdicts.instructions import judge
+
+SECTION = "Compilers and flags"
+_VERSION = re.compile(r"(\d+(?:\.\d+)+)")
+
+
+@dataclass(frozen=True)
+class Axes:
+    compilers: list[str]  # as the study names them ("" for a variant's own compiler), in study order
+    variants: list[str]  # in study order, the reference first
+    target: dict[tuple[str, str], str]  # (compiler, variant) -> target label
+
+
+def axes(data: ReportData) -> Axes | None:
+    """The compiler x variant grid of the report's targets, or None unless they share one source and one config
+    and every one of at least two compilers has the reference variant and one other."""
+    targets = [t for t in data.study.targets if t.label in data.targets]
+    if len({(t.source, t.config) for t in targets}) != 1:
+        return None
+    grid: dict[tuple[str, str], str] = {}
+    for t in targets:
+        key = (t.compiler or "", t.variant)
+        if key in grid or t.build_copy:
+            return None
+        grid[key] = t.label
+    compilers = list(dict.fromkeys(c for c, _v in grid))
+    variants = list(dict.fromkeys(v for _c, v in grid))
+    base = next(t for t in targets if t.label == data.base) if data.base in grid.values() else targets[0]
+    reference = base.variant
+    variants = [reference, *(v for v in variants if v != reference)]
+    if len(compilers) < 2 or len(variants) < 2 or any((c, reference) not in grid for c in compilers):
+        return None
+    return Axes(compilers, variants, grid)
+
+
+def compiler_name(version_line: str, named: str) -> str:
+    """A compiler's row label from its `--version` line: `gcc 12.2.0`, `clang 14.0.6`; else what the study named."""
+    family = "clang" if "clang" in version_line else "gcc" if re.search(r"\b(gcc|g\+\+|cc)\b", version_line) else ""
+    after = version_line.split("version", 1)[1] if "version" in version_line else version_line
+    found = _VERSION.findall(after)
+    if family and found:
+        return f"{family} {found[0] if 'version' in version_line else found[-1]}"
+    return named or "the variant's own"
+
+
+def _row_label(data: ReportData, grid: Axes, compiler: str) -> str:
+    prov = data.provenance.get(grid.target[(compiler, grid.variants[0])])
+    return compiler_name(prov.engine("compiler_version") if prov else "", compiler)
+
+
+def _colour(verdict: str | None) -> str:
+    return {"faster": "green", "slower": "red"}.get(verdict or "", "")
+
+
+def _change(ratio: float | None, verdict: str | None, tip: str) -> Value:
+    if ratio is None:
+        return Value(fmt.DASH)
+    return Value(f"{fmt.signed_pct(ratio)} {verdict or ''}".rstrip(), _colour(verdict), ratio, tip=tip)
+
+
+def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None) -> ExtraTable:
+    m = data.study.measure
+
+    def judged(row: Row, ref: str, t: str) -> Comparison:
+        b, c = row.cells[ref], row.cells[t]
+        noise = qps_noise(row.step, row.clients, b, c, measured)
+        return compare(
+            b, c, lambda r: r.qps, paired=True, confidence=m.confidence, min_effect=m.min_effect, noise=noise
+        )
+
+    lines: list[list[Value]] = []
+    rules: set[int] = set()
+    for row in data.rows:
+        if not any(row.cells[t].reps for t in grid.target.values()):
+            continue  # not run (yet)
+        for i, comp in enumerate(grid.compilers):
+            ref = grid.target[(comp, grid.variants[0])]
+            line = [
+                Value(row.name if i == 0 else ""),
+                Value(str(row.clients) if i == 0 else ""),
+                Value(_row_label(data, grid, comp)),
+                Value(fmt.num(row.cells[ref].median), sort=row.cells[ref].median),
+            ]
+            for v in grid.variants[1:]:
+                t = grid.target.get((comp, v))
+                if t is None or not row.cells[t].reps:
+                    line.append(Value(fmt.DASH))
+                    continue
+                c = judged(row, ref, t)
+                line.append(_change(c.ratio, c.verdict, f"{fmt.num(row.cells[t].median)} ({fmt.ci(c)})"))
+            lines.append(line)
+        rules.add(len(lines) - 1)
+    ref = grid.variants[0]
+    return ExtraTable(
+        "compiler-matrix-qps",
+        f"{data.title}: QPS by compiler and variant, each against the same compiler's {ref}",
+        ["step", "clients", "compiler", f"{ref} QPS", *grid.variants[1:]],
+        lines,
+        f"A variant's change is its median QPS against the same compiler's {ref} build, with the verdict of their "
+        "paired rounds (as in the main table); '-' where a build has no result. The main table puts every build "
+        "against the study's base.",
+        labels=3,
+        section=SECTION,
+        rules=frozenset(rules),
+    )
+
+
+def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]) -> ExtraTable | None:
+    if not data.instr_rows:
+        return None
+    lines: list[list[Value]] = []
+    rules: set[int] = set()
+    for ir in data.instr_rows:
+        for i, comp in enumerate(grid.compilers):
+            ref = grid.target[(comp, grid.variants[0])]
+            line = [
+                Value(ir.step if i == 0 else ""),
+                Value(_row_label(data, grid, comp)),
+                Value(fmt.instructions(ir.figure(ref)), sort=ir.figure(ref)),
+            ]
+            for v in grid.variants[1:]:
+                t = grid.target.get((comp, v))
+                if t is None:
+                    line.append(Value(fmt.DASH))
+                    continue
+                j = judge(ir.counts.get(ref), ir.counts.get(t), aa(ir.step), ir.basis)
+                if j.verdict is None:
+                    line.append(Value(fmt.DASH, tip=j.error or ""))
+                    continue
+                line.append(_change(j.ratio, j.verdict, f"{fmt.instructions(j.target_figure)} (floor {fmt.floor(j)})"))
+            lines.append(line)
+        rules.add(len(lines) - 1)
+    ref = grid.variants[0]
+    return ExtraTable(
+        "compiler-matrix-instr",
+        f"{data.title}: instructions per event by compiler and variant, each against the same compiler's {ref}",
+        ["step", "compiler", f"{ref} instr/event", *grid.variants[1:]],
+        lines,
+        f"Each step's figure as in the instruction table, a variant against the same compiler's {ref} build with "
+        "the same floor; '-' where a build has no count (valgrind cannot run it, or its count failed).",
+        labels=2,
+        section=SECTION,
+        rules=frozenset(rules),
+    )
+
+
+def tables(data: ReportData, measured: calibrate.Measured | None, aa: dict[str, float]) -> list[ExtraTable]:
+    """Seed 004's two matrices (QPS, instructions per event) when the targets form a compiler x variant grid."""
+    grid = axes(data)
+    if grid is None:
+        return []
+    out = [_qps_table(data, grid, measured)]
+    if (made := _instr_table(data, grid, aa.get)) is not None:
+        out.append(made)
+    return out
