@@ -37,7 +37,7 @@ from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.suites import Suite, SuiteSettings
 from dbsweep.suites import registry as suite_registry
 
-VARIANTS = tuple(recipes.BUILTINS)
+VARIANTS = (*recipes.BUILTINS, *recipes.BASES)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._/+-]*$"
 
 PositiveInt = Annotated[int, Field(gt=0)]

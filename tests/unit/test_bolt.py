@@ -15,6 +15,7 @@ from dbsweep.errors import DbsweepError
 from dbsweep.sources import SourceTree
 
 GCC = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
+SPLIT = ("-fno-reorder-blocks-and-partition",)
 
 
 def test_the_bolt_variants_keep_their_relocations_and_train() -> None:
@@ -23,25 +24,37 @@ def test_the_bolt_variants_keep_their_relocations_and_train() -> None:
         assert v.bolt and not b.bolt and v.cflags == b.cflags and v.pgo == b.pgo, name
         assert "-Wl,--emit-relocs" in v.ldflags, name
         assert v.recipe()["bolt"] is True and "bolt" not in b.recipe()
+        # Compiled without gcc's own hot/cold splitting, which BOLT 19 cannot take apart.
+        assert v.split_cflags == SPLIT and v.recipe()["split_cflags"] == list(SPLIT) and not b.split_cflags, name
     mine = variants.from_table({"name": "mine", "cflags": "-O3", "bolt": True})
-    assert mine.bolt and mine.ldflags == ("-Wl,--emit-relocs",)
+    assert mine.bolt and mine.ldflags == ("-Wl,--emit-relocs",) and mine.split_cflags == SPLIT
     with pytest.raises(DbsweepError, match="bolt: must be true or false"):
         variants.from_table({"name": "mine", "bolt": "yes"})
 
 
 def test_bolt_rewrites_a_copy_of_its_base_build() -> None:
-    """o3_native_lto and pgo_lto keep their relocations, so their BOLT variants rewrite that very build (a second
-    PGO build would differ by its own training); bolt's base is the engine's own flags with relocations."""
-    for name, base in (("o3_native_lto_bolt", "o3_native_lto"), ("pgo_lto_bolt", "pgo_lto")):
-        found = variants.bolt_base(variants.builtin(name))
-        assert found.name == base and found.recipe() == variants.builtin(base).recipe(), name
-    own = variants.bolt_base(variants.builtin("bolt"))
-    assert (own.name, own.ldflags, own.cflags, own.bolt) == ("bolt_base", ("-Wl,--emit-relocs",), (), False)
-    assert own.recipe() != variants.builtin("def").recipe()
+    """gcc's BOLT variants rewrite a build of their own, compiled for BOLT, which a study can name as a target
+    (`<variant>_base`); clang's, which splits nothing by itself, rewrite a copy of that very build (o3_native_lto
+    keeps its relocations)."""
+    for name in ("bolt", "o3_native_lto_bolt", "pgo_lto_bolt"):
+        v = variants.builtin(name)
+        found = variants.bolt_base(v)
+        assert found.name == f"{name}_base" and not found.bolt and found.split_cflags == SPLIT, name
+        assert (found.cflags, found.ldflags, found.pgo) == (v.cflags, v.ldflags, v.pgo), name
+        assert variants.resolve(f"{name}_base").recipe() == found.recipe() and f"{name}_base" in variants.BASES
+    assert variants.bolt_base(variants.builtin("bolt")).recipe() != variants.builtin("def").recipe()
+    clang = variants.with_compiler(variants.builtin("o3_native_lto_bolt"), "clang-16")
+    assert not clang.split_cflags  # clang does not know the flag
+    by_clang = variants.bolt_base(clang)
+    assert by_clang.name == "o3_native_lto+clang-16"
+    assert by_clang.recipe() == variants.with_compiler(variants.builtin("o3_native_lto"), "clang-16").recipe()
+    assert variants.resolve_for("o3_native_lto_bolt_base", "clang-16").recipe() == by_clang.recipe()
     by_gcc12 = variants.bolt_base(variants.with_compiler(variants.builtin("pgo_lto_bolt"), "gcc-12"))
-    assert by_gcc12.name == "pgo_lto+gcc-12" and by_gcc12.compiler == "gcc-12"
+    assert by_gcc12.compiler == "gcc-12" and by_gcc12.split_cflags == SPLIT and by_gcc12.pgo
     mine = variants.bolt_base(variants.from_table({"name": "mine", "cflags": "-O3", "bolt": True}))
-    assert mine.name == "mine_base" and mine.cflags == ("-O3",) and not mine.bolt
+    assert mine.name == "mine_base" and mine.cflags == ("-O3",) and not mine.bolt and mine.split_cflags == SPLIT
+    with pytest.raises(DbsweepError, match="pgo_lto_bolt_base"):  # the bases are listed with the variants
+        variants.resolve("no_such_base")
 
 
 def test_bolt_is_in_the_key(tmp_path: Path) -> None:

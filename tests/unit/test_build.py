@@ -244,11 +244,12 @@ def test_a_bolt_build_rewrites_a_copy_of_its_base_build(tmp_path: Path) -> None:
     """PGO + BOLT: the PGO build is made once, as an entry of its own, and BOLT rewrites a copy of it (its profile
     included), training once more; a second BOLT build of it makes no PGO build again."""
     toy, tree, root = ToyRecipe(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
-    v = Variant("pgo_bolt", cflags=("-O2",), ldflags=("-Wl,--emit-relocs",), pgo=True, bolt=True)
+    v = Variant("pgo_bolt", cflags=("-O2",), ldflags=("-Wl,--emit-relocs",), pgo=True, bolt=True, for_bolt=True)
     rec = Recorder()
     b = cache.build(toy, tree, v, root, progress=rec.on_progress)
     base = cache.find(toy, tree, variants.bolt_base(v), root)
     assert base is not None and base.name.startswith("toy-1.0-pgo_bolt_base-") and base.variant == "pgo_bolt_base"
+    assert "-O2 -fno-reorder-blocks-and-partition" in base.log_path.read_text()  # compiled for BOLT
     assert len(toy.trained) == 2  # PGO's training, then BOLT's: one PGO build
     assert b.metadata["bolt_of"] == {"name": base.name, "key": base.key, "created": base.created}
     assert b.metadata["pgo"] == base.metadata["pgo"] and b.configure_command == base.configure_command

@@ -176,8 +176,9 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     assert e.parts["builds"] == pytest.approx(expected)
     assert "3 builds ≈ " in preflight.describe(e)
 
-    # BOLT rewrites a copy of its base build: pgo_lto_bolt's is d's pgo_lto (no build more than BOLT's part),
-    # bolt's is bolt_base (a build of its own, then BOLT's part); counts-only builds the bases too.
+    # BOLT rewrites a copy of its base build, with gcc one compiled for BOLT: pgo_lto_bolt's is pgo_lto_bolt_base
+    # (a PGO + LTO build of its own, not d's pgo_lto), bolt's is bolt_base, each then BOLT's part; counts-only
+    # builds the bases too.
     path.write_text(
         path.read_text()
         + '[[targets]]\nname = "e"\nsource = "15.18"\nvariant = "pgo_lto_bolt"\nconfig = "cx10a_c2r24"\n'
@@ -186,8 +187,9 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     )
     study = load_study(path)
     for e in (preflight.check(study).estimate, preflight.estimate(study, counts_only=True)):
-        assert e.builds_needed == 6
-        assert e.parts["builds"] == pytest.approx(expected + 2 * preflight.BOLT_S + preflight.BUILD_S)
+        assert e.builds_needed == 7
+        pgo_lto = preflight.LTO_BUILD_S * preflight.PGO_FACTOR
+        assert e.parts["builds"] == pytest.approx(expected + 2 * preflight.BOLT_S + preflight.BUILD_S + pgo_lto)
 
 
 def test_ibench_estimate_and_clean_check(tmp: Path) -> None:

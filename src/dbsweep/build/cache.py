@@ -435,9 +435,9 @@ class _Builder:
             raise
 
     def _phase(self, prefix: Path, destdir: Path | None, cflags: tuple[str, ...], *, ccache: bool) -> Phase:
-        if self.variant.debug_cflags:
+        if self.variant.added_cflags:
             # Added to the variant's flags, or to the build's default level (never in place of it).
-            cflags = (*(cflags or self.recipe.default_cflags), *self.variant.debug_cflags)
+            cflags = (*(cflags or self.recipe.default_cflags), *self.variant.added_cflags)
         return Phase(
             tree=self.tree,
             variant=self.variant,

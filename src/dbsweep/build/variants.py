@@ -52,6 +52,9 @@ class Variant:
     description: str = ""
     # The finished binary rewritten by llvm-bolt with a profile of the training workload (`build.bolt`).
     bolt: bool = False
+    # Compiled for BOLT (a BOLT variant and the build it rewrites): gcc's own hot/cold splitting off
+    # (`split_cflags`).
+    for_bolt: bool = False
 
     @property
     def compiler_family(self) -> str:
@@ -64,6 +67,21 @@ class Variant:
         writes DWARF 5 forms (DW_FORM_addrx, DW_FORM_strx1) that valgrind 3.19 cannot read ("Possibly corrupted
         debuginfo file ... Giving up"), which stopped every instruction count of a clang build; DWARF 4 it reads."""
         return ("-gdwarf-4",) if self.compiler_family == "clang" else ()
+
+    @property
+    def split_cflags(self) -> tuple[str, ...]:
+        """Flags dbsweep adds to every compile of a build for BOLT: gcc (from 8) splits functions into hot and cold
+        parts by itself (`-freorder-blocks-and-partition`, on at -O2), and llvm-bolt 19 skips a function split
+        that way ("skipped N functions due to cold fragments"). A skipped function keeps its old code and calls the
+        old copies of the functions BOLT moved, which run un-laid-out and without a symbol (valgrind's `???`): 28
+        functions of SQLite's PGO + LTO build. BOLT's authors ask for the flag; clang does not split by default
+        and does not know it."""
+        return ("-fno-reorder-blocks-and-partition",) if self.for_bolt and self.compiler_family == "gcc" else ()
+
+    @property
+    def added_cflags(self) -> tuple[str, ...]:
+        """Every flag dbsweep adds to the variant's own (or to the build's default level, never in its place)."""
+        return (*self.split_cflags, *self.debug_cflags)
 
     @property
     def cflags_str(self) -> str:
@@ -84,6 +102,7 @@ class Variant:
             "pgo": self.pgo,
             # Only where there are any: the keys of the builds that have none stay what they were.
             **({"debug_cflags": list(self.debug_cflags)} if self.debug_cflags else {}),
+            **({"split_cflags": list(self.split_cflags)} if self.split_cflags else {}),
             **({"bolt": True} if self.bolt else {}),
         }
 
@@ -101,9 +120,10 @@ BUILTINS: dict[str, Variant] = {
         Variant("o2_nofp", cflags=_flags("-O2 -fno-omit-frame-pointer"), description="-O2 with frame pointers"),
         Variant("o3", cflags=_flags("-O3")),
         Variant("o3_native", cflags=_flags(_O3_NATIVE)),
-        # o3_native_lto and pgo_lto keep their relocations (the code is the same, the file larger): their BOLT
-        # variants rewrite a copy of that very build (`bolt_base`). A second PGO build would differ from the
-        # first by its own training run, and BOLT's effect could not be told from that.
+        # o3_native_lto and pgo_lto keep their relocations (the code is the same, the file larger), so that a
+        # BOLT variant built without gcc's hot/cold splitting (clang's) rewrites a copy of that very build
+        # (`bolt_base`). gcc's BOLT variants are compiled for BOLT (`Variant.split_cflags`): their bases are
+        # builds of their own, `<variant>_base`, which a study may name as targets to see BOLT's own part.
         Variant(
             "o3_native_lto",
             cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
@@ -131,12 +151,15 @@ BUILTINS: dict[str, Variant] = {
         ),
         # BOLT on top of the engine's own build, of the strongest portable-or-not build, and of PGO + LTO (the
         # strongest build the seeds know), each trained on the PGO training workload.
-        Variant("bolt", ldflags=BOLT_LDFLAGS, bolt=True, description="the engine's own flags, then BOLT"),
+        Variant(
+            "bolt", ldflags=BOLT_LDFLAGS, bolt=True, for_bolt=True, description="the engine's own flags, then BOLT"
+        ),
         Variant(
             "o3_native_lto_bolt",
             cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
             ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
             bolt=True,
+            for_bolt=True,
             description="o3_native_lto, then BOLT",
         ),
         Variant(
@@ -145,6 +168,7 @@ BUILTINS: dict[str, Variant] = {
             ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
             pgo=True,
             bolt=True,
+            for_bolt=True,
             description="pgo_lto, then BOLT",
         ),
     )
@@ -181,7 +205,9 @@ def resolve(name: str, custom: Mapping[str, Variant] | None = None) -> Variant:
         return custom[name]
     if name in BUILTINS:
         return BUILTINS[name]
-    known = [*BUILTINS, *(custom or {})]
+    if (of := BUILTINS.get(name.removesuffix("_base"))) is not None and of.bolt:
+        return bolt_base(of)  # what a BOLT variant rewrites, as a target of its own
+    known = [*BUILTINS, *BASES, *(custom or {})]
     raise DbsweepError(f"unknown build variant {name!r}; have: {', '.join(known)}")
 
 
@@ -261,7 +287,7 @@ def from_table(table: Mapping[str, Any], where: str = "variant") -> Variant:
     if problems:
         raise StudyError(problems)
     assert isinstance(name, str) and isinstance(compiler, str) and isinstance(pgo, bool) and isinstance(bolt, bool)
-    return Variant(name, compiler, cflags, ldflags, configure, configure_vars, pgo, bolt=bolt)
+    return Variant(name, compiler, cflags, ldflags, configure, configure_vars, pgo, bolt=bolt, for_bolt=bolt)
 
 
 def _flag_list(value: Any, fieldname: str, bad: _Complain) -> tuple[str, ...]:
@@ -308,3 +334,7 @@ def _configure_vars(value: Any, bad: _Complain) -> tuple[tuple[str, str], ...]:
         else:
             out.append((k, v))
     return tuple(sorted(out))
+
+
+# The bases of the built-in BOLT variants that are builds of their own (gcc's), by the names `resolve` takes.
+BASES = tuple(f"{v.name}_base" for v in BUILTINS.values() if v.bolt and bolt_base(v).name == f"{v.name}_base")
