@@ -658,7 +658,7 @@ def why(
         str | None,
         typer.Option(
             "--against",
-            help="Another target to explain it against instead of the base (pgo_lto_bolt against pgo_lto).",
+            help="Another target to explain it against instead of the base (pgo_lto_bolt against pgo_lto_bolt_base).",
         ),
     ] = None,
 ) -> None:
@@ -970,7 +970,7 @@ def build_cmd(
             raise DbsweepError(f"unknown engine {what!r}; have: {', '.join(names())} (or give a study file alone)")
         ws = (workspace or Path(".dbsweep")).resolve()
         for name in variant or ["def"]:
-            jobs.append((what, source, variant_mod.builtin(name), f"{source}/{name}"))
+            jobs.append((what, source, variant_mod.resolve(name), f"{source}/{name}"))
     failed = 0
     with (
         writing(ws),

@@ -527,7 +527,7 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
         elif t.compiler and t.variant in variants:
             custom = {v.name: v for v in study.variants}
             spec = custom.get(t.variant)
-            pgo = spec.pgo if spec is not None else recipes.builtin(t.variant).pgo
+            pgo = spec.pgo if spec is not None else recipes.resolve(t.variant).pgo
             if pgo and not t.compiler.startswith("gcc"):
                 problems.append(
                     (f"targets[{i}].compiler", f"variant {t.variant!r} is profile-guided, supported with gcc only")

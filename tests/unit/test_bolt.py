@@ -11,8 +11,9 @@ import pytest
 from dbsweep.build import bolt, cache, variants
 from dbsweep.build.compiler import Compiler
 from dbsweep.engines.postgres.build import RECIPE
-from dbsweep.errors import DbsweepError
+from dbsweep.errors import DbsweepError, StudyError
 from dbsweep.sources import SourceTree
+from dbsweep.study import load_study
 
 GCC = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)
 SPLIT = ("-fno-reorder-blocks-and-partition",)
@@ -121,3 +122,23 @@ def test_no_llvm_bolt_is_named_with_its_package(monkeypatch: pytest.MonkeyPatch)
 )
 def test_the_function_bolt_cannot_move_is_named_as_skip_funcs_takes_it(said: str, name: str | None) -> None:
     assert bolt.unmovable(said) == name
+
+
+def test_a_bolt_base_is_a_targets_variant_and_one_build_with_its_bolt_variants(tmp_path: Path) -> None:
+    """`pgo_lto_bolt_base` by a compiler is the very build `pgo_lto_bolt` by that compiler rewrites (one name,
+    one build in the estimate); as a target it is checked like any variant: profile-guided, so gcc only."""
+    by_gcc12 = variants.resolve_for("pgo_lto_bolt_base", "gcc-12")
+    assert by_gcc12 == variants.bolt_base(variants.with_compiler(variants.builtin("pgo_lto_bolt"), "gcc-12"))
+    assert by_gcc12.name == "pgo_lto_bolt+gcc-12_base"
+    assert variants.resolve_for("o3_native_lto_bolt_base", "clang-16").name == "o3_native_lto+clang-16"
+    study = (
+        'name = "b"\nengine = "postgres"\nbase = "a"\nworkspace = "{ws}"\n[suite]\nsteps = ["point-query"]\n'
+        '[[targets]]\nname = "a"\nsource = "15.18"\nvariant = "pgo_lto_bolt_base"\ncompiler = "{cc}"\n'
+        'config = "cx10a_c2r24"\n'
+    )
+    path = tmp_path / "b.toml"
+    path.write_text(study.format(ws=tmp_path / "ws", cc="gcc-12"))
+    assert load_study(path).targets[0].variant == "pgo_lto_bolt_base"
+    path.write_text(study.format(ws=tmp_path / "ws", cc="clang-16"))
+    with pytest.raises(StudyError, match=r"targets\[0\]\.compiler: variant 'pgo_lto_bolt_base' is profile-guided"):
+        load_study(path)

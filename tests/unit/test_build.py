@@ -46,7 +46,7 @@ def test_builtin_variants_follow_the_method() -> None:
         "o3_lto": ("-O3 -flto=auto", "-flto=auto", False),  # portable: valgrind counts it on any x86-64
         "os": ("-Os", "", False),
         "pgo": ("-O2", "", True),
-        "pgo_lto": ("-O2 -flto=auto", "-flto=auto -Wl,--emit-relocs", True),
+        "pgo_lto": ("-O2 -flto=auto", "-flto=auto", True),
         # BOLT on the engine's own build, on the strongest one, and on PGO + LTO (test_bolt).
         "bolt": ("", "-Wl,--emit-relocs", False),
         "o3_native_lto_bolt": ("-O3 -march=native -mtune=native -flto=auto", "-flto=auto -Wl,--emit-relocs", False),

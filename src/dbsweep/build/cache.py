@@ -16,9 +16,9 @@ Non-PGO builds compile through ccache when it is installed (hits need the same r
 directory's path is part of ccache's hash with -g).
 
 BOLT (`variant.bolt`): the base build (`variants.bolt_base`: the same recipe without BOLT, linked with its
-relocations), found or made as an entry of its own, then its install copied and its binary rewritten by llvm-bolt
-(instrumented, trained, optimised; `build.bolt`). PGO + LTO + BOLT thus rewrites that very PGO build, not a second
-one with a training run of its own.
+relocations and, with gcc, compiled for BOLT), found or made as an entry of its own, then its install copied and
+its binary rewritten by llvm-bolt (instrumented, trained, optimised; `build.bolt`). PGO + LTO + BOLT thus
+rewrites its base's PGO build, profile included, not a second one with a training run of its own.
 
 PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`), the recipe's training
 run on it as `Recipe.training_user()`, the recipe's check of the profile, then the optimised build in the
@@ -294,8 +294,8 @@ def build(
     if cached is None:
         base = None
         if variant.bolt:
-            # The build BOLT rewrites a copy of, found or made first (its own entry, shared with its variant's
-            # targets): nine tenths of the progress.
+            # The build BOLT rewrites a copy of, found or made first (its own entry, shared with a target that
+            # names it, `<variant>_base`): nine tenths of the progress.
             base = build(
                 recipe,
                 tree,

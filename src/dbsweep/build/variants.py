@@ -120,10 +120,10 @@ BUILTINS: dict[str, Variant] = {
         Variant("o2_nofp", cflags=_flags("-O2 -fno-omit-frame-pointer"), description="-O2 with frame pointers"),
         Variant("o3", cflags=_flags("-O3")),
         Variant("o3_native", cflags=_flags(_O3_NATIVE)),
-        # o3_native_lto and pgo_lto keep their relocations (the code is the same, the file larger), so that a
-        # BOLT variant built without gcc's hot/cold splitting (clang's) rewrites a copy of that very build
-        # (`bolt_base`). gcc's BOLT variants are compiled for BOLT (`Variant.split_cflags`): their bases are
-        # builds of their own, `<variant>_base`, which a study may name as targets to see BOLT's own part.
+        # o3_native_lto keeps its relocations (the code is the same, the file larger), so that clang's
+        # o3_native_lto_bolt, which splits nothing by itself, rewrites a copy of that very build (`bolt_base`).
+        # gcc's BOLT variants are compiled for BOLT (`Variant.split_cflags`): their bases are builds of their
+        # own, `<variant>_base`, which a study may name as targets to see BOLT's own part.
         Variant(
             "o3_native_lto",
             cflags=_flags(f"{_O3_NATIVE} -flto=auto"),
@@ -145,7 +145,7 @@ BUILTINS: dict[str, Variant] = {
         Variant(
             "pgo_lto",
             cflags=_flags("-O2 -flto=auto"),
-            ldflags=(*_flags("-flto=auto"), *BOLT_LDFLAGS),
+            ldflags=_flags("-flto=auto"),
             pgo=True,
             description="-O2 + LTO, profile-guided (gcc)",
         ),
@@ -177,8 +177,8 @@ BUILTINS: dict[str, Variant] = {
 
 def bolt_base(variant: Variant) -> Variant:
     """The build a BOLT variant rewrites a copy of: the same recipe without BOLT, named as the built-in variant
-    of that recipe if there is one (pgo_lto_bolt's is pgo_lto), else `<variant>_base` (bolt's: the engine's own
-    flags, linked with relocations)."""
+    of that recipe if there is one (clang's o3_native_lto_bolt's is o3_native_lto), else `<variant>_base` (gcc's,
+    compiled for BOLT; bolt's: the engine's own flags, linked with relocations)."""
     base = replace(variant, bolt=False, description=f"what {variant.name} rewrites")
     for v in BUILTINS.values():
         if v.bolt:
@@ -246,7 +246,13 @@ def _llvm_lto(variant: Variant) -> Variant:
 
 
 def resolve_for(name: str, compiler: str | None, custom: Mapping[str, Variant] | None = None) -> Variant:
-    """A target's variant: `resolve(name)` built by the target's compiler, if it names one."""
+    """A target's variant: `resolve(name)` built by the target's compiler, if it names one. A BOLT variant's
+    base by that compiler has the name its BOLT variant's build gives it (`pgo_lto_bolt+gcc-12_base`, clang's
+    `o3_native_lto+clang-16`), so that the two count as one build."""
+    if not (custom and name in custom) and name not in BUILTINS and name.removesuffix("_base") in BUILTINS:
+        of = BUILTINS[name.removesuffix("_base")]
+        if of.bolt:
+            return bolt_base(with_compiler(of, compiler))
     return with_compiler(resolve(name, custom), compiler)
 
 

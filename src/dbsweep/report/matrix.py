@@ -29,20 +29,21 @@ class Axes:
 
 
 def axes(data: ReportData) -> Axes | None:
-    """The compiler x variant grid of the report's targets, or None unless they share one source and one config
-    and every one of at least two compilers has the reference variant and one other."""
-    targets = [t for t in data.study.targets if t.label in data.targets]
+    """The compiler x variant grid of the report's targets (an A-A copy of a build left out), or None unless they
+    share one source and one config, name at least two compilers and two variants, and every compiler has the
+    reference variant (a missing other one shows as '-')."""
+    targets = [t for t in data.study.targets if t.label in data.targets and not t.build_copy]
     if len({(t.source, t.config) for t in targets}) != 1:
         return None
     grid: dict[tuple[str, str], str] = {}
     for t in targets:
         key = (t.compiler or "", t.variant)
-        if key in grid or t.build_copy:
+        if key in grid:
             return None
         grid[key] = t.label
     compilers = list(dict.fromkeys(c for c, _v in grid))
     variants = list(dict.fromkeys(v for _c, v in grid))
-    base = next(t for t in targets if t.label == data.base) if data.base in grid.values() else targets[0]
+    base = next((t for t in targets if t.label == data.base), targets[0])
     reference = base.variant
     variants = [reference, *(v for v in variants if v != reference)]
     if len(compilers) < 2 or len(variants) < 2 or any((c, reference) not in grid for c in compilers):
