@@ -8,16 +8,19 @@ the main table's do, with the same noise."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dbsweep.report import fmt
-from dbsweep.report.data import Comparison, ReportData, Row, compare, qps_noise
+from dbsweep.report.data import ReportData, Row, compare, qps_noise
+from dbsweep.report.instr import InstrRow
 from dbsweep.report.tables import ExtraTable, Value
 from dbsweep.verdicts import calibrate
 from dbsweep.verdicts.instructions import judge
 
 SECTION = "Compilers and flags"
+T = TypeVar("T")
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 
 
@@ -76,38 +79,52 @@ def _change(ratio: float | None, verdict: str | None, tip: str) -> Value:
     return Value(f"{fmt.signed_pct(ratio)} {verdict or ''}".rstrip(), _colour(verdict), ratio, tip=tip)
 
 
+def _lines(
+    data: ReportData,
+    grid: Axes,
+    items: Sequence[T],
+    labels: Callable[[T], list[str]],
+    reference: Callable[[T, str], Value],
+    change: Callable[[T, str, str], Value],
+) -> tuple[list[list[Value]], frozenset[int]]:
+    """A line per item (a step) and compiler: the item's labels on its first line, the compiler, the reference
+    build's figure, then each other variant's change against it ('-' where the compiler has no such build); and
+    the index of each item's last line, for the terminal's rules."""
+    lines: list[list[Value]] = []
+    rules: set[int] = set()
+    for item in items:
+        for i, comp in enumerate(grid.compilers):
+            ref = grid.target[(comp, grid.variants[0])]
+            line = [Value(x if i == 0 else "") for x in labels(item)]
+            line += [Value(_row_label(data, grid, comp)), reference(item, ref)]
+            for v in grid.variants[1:]:
+                t = grid.target.get((comp, v))
+                line.append(Value(fmt.DASH) if t is None else change(item, ref, t))
+            lines.append(line)
+        rules.add(len(lines) - 1)
+    return lines, frozenset(rules)
+
+
 def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None) -> ExtraTable:
     m = data.study.measure
 
-    def judged(row: Row, ref: str, t: str) -> Comparison:
+    def change(row: Row, ref: str, t: str) -> Value:
         b, c = row.cells[ref], row.cells[t]
+        if not c.reps:
+            return Value(fmt.DASH)
         noise = qps_noise(row.step, row.clients, b, c, measured)
-        return compare(
-            b, c, lambda r: r.qps, paired=True, confidence=m.confidence, min_effect=m.min_effect, noise=noise
-        )
+        j = compare(b, c, lambda r: r.qps, paired=True, confidence=m.confidence, min_effect=m.min_effect, noise=noise)
+        return _change(j.ratio, j.verdict, f"{fmt.num(c.median)} ({fmt.ci(j)})")
 
-    lines: list[list[Value]] = []
-    rules: set[int] = set()
-    for row in data.rows:
-        if not any(row.cells[t].reps for t in grid.target.values()):
-            continue  # not run (yet)
-        for i, comp in enumerate(grid.compilers):
-            ref = grid.target[(comp, grid.variants[0])]
-            line = [
-                Value(row.name if i == 0 else ""),
-                Value(str(row.clients) if i == 0 else ""),
-                Value(_row_label(data, grid, comp)),
-                Value(fmt.num(row.cells[ref].median), sort=row.cells[ref].median),
-            ]
-            for v in grid.variants[1:]:
-                t = grid.target.get((comp, v))
-                if t is None or not row.cells[t].reps:
-                    line.append(Value(fmt.DASH))
-                    continue
-                c = judged(row, ref, t)
-                line.append(_change(c.ratio, c.verdict, f"{fmt.num(row.cells[t].median)} ({fmt.ci(c)})"))
-            lines.append(line)
-        rules.add(len(lines) - 1)
+    ran = [row for row in data.rows if any(row.cells[t].reps for t in grid.target.values())]  # not run: left out
+    lines, rules = _lines(
+        data,
+        grid,
+        ran,
+        lambda row: [row.name, str(row.clients)],
+        lambda row, ref: Value(fmt.num(row.cells[ref].median), sort=row.cells[ref].median),
+        change,
+    )
     ref = grid.variants[0]
     return ExtraTable(
         "compiler-matrix-qps",
@@ -119,35 +136,28 @@ def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None
         "against the study's base.",
         labels=3,
         section=SECTION,
-        rules=frozenset(rules),
+        rules=rules,
     )
 
 
 def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]) -> ExtraTable | None:
     if not data.instr_rows:
         return None
-    lines: list[list[Value]] = []
-    rules: set[int] = set()
-    for ir in data.instr_rows:
-        for i, comp in enumerate(grid.compilers):
-            ref = grid.target[(comp, grid.variants[0])]
-            line = [
-                Value(ir.step if i == 0 else ""),
-                Value(_row_label(data, grid, comp)),
-                Value(fmt.instructions(ir.figure(ref)), sort=ir.figure(ref)),
-            ]
-            for v in grid.variants[1:]:
-                t = grid.target.get((comp, v))
-                if t is None:
-                    line.append(Value(fmt.DASH))
-                    continue
-                j = judge(ir.counts.get(ref), ir.counts.get(t), aa(ir.step), ir.basis)
-                if j.verdict is None:
-                    line.append(Value(fmt.DASH, tip=j.error or ""))
-                    continue
-                line.append(_change(j.ratio, j.verdict, f"{fmt.instructions(j.target_figure)} (floor {fmt.floor(j)})"))
-            lines.append(line)
-        rules.add(len(lines) - 1)
+
+    def change(ir: InstrRow, ref: str, t: str) -> Value:
+        j = judge(ir.counts.get(ref), ir.counts.get(t), aa(ir.step), ir.basis)
+        if j.verdict is None:
+            return Value(fmt.DASH, tip=j.error or "")
+        return _change(j.ratio, j.verdict, f"{fmt.instructions(j.target_figure)} (floor {fmt.floor(j)})")
+
+    lines, rules = _lines(
+        data,
+        grid,
+        data.instr_rows,
+        lambda ir: [ir.step],
+        lambda ir, ref: Value(fmt.instructions(ir.figure(ref)), sort=ir.figure(ref)),
+        change,
+    )
     ref = grid.variants[0]
     return ExtraTable(
         "compiler-matrix-instr",
@@ -158,7 +168,7 @@ def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]
         "the same floor; '-' where a build has no count (valgrind cannot run it, or its count failed).",
         labels=2,
         section=SECTION,
-        rules=frozenset(rules),
+        rules=rules,
     )
 
 
