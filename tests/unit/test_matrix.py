@@ -72,11 +72,12 @@ def _provenance(name: str) -> dict[str, object]:
     }
 
 
-def _count(per_event: float) -> dict[str, object]:
-    return {"per_event": per_event, "per_query": per_event, "spread": 0.0, "error": None}
+def _count(target: str) -> dict[str, object]:
+    build = {"compiler_version": VERSIONS[target.split("+")[1]]}
+    return {"per_event": INSTR[target], "per_query": INSTR[target], "spread": 0.0, "error": None, "build": build}
 
 
-def _grid(tmp_path: Path, toml: str = GRID) -> data.ReportData:
+def _grid(tmp_path: Path, toml: str = GRID, timed: bool = True) -> data.ReportData:
     text = toml.format(ws=tmp_path / "ws")
     path = tmp_path / "grid.toml"
     path.write_text(text)
@@ -88,7 +89,7 @@ def _grid(tmp_path: Path, toml: str = GRID) -> data.ReportData:
         )
         for t in study.targets
     }
-    for rep, wobble in ((1, 1.0), (2, 1.004), (3, 0.997)):
+    for rep, wobble in ((1, 1.0), (2, 1.004), (3, 0.997)) if timed else ():
         for t in ids:
             store.write_cell(
                 1,
@@ -103,7 +104,7 @@ def _grid(tmp_path: Path, toml: str = GRID) -> data.ReportData:
                 ),
             )
     for t in ids:
-        store.write_instructions(1, ids[t], STEP, _count(INSTR[t]))
+        store.write_instructions(1, ids[t], STEP, _count(t))
     got = data.gather(study, store, 1)
     store.close()
     return got
@@ -129,6 +130,14 @@ def test_each_variant_is_judged_against_its_own_compilers_reference(tmp_path: Pa
     buf = io.StringIO()
     terminal.render(d, say.console(file=buf, width=200))
     assert "instructions per event by compiler and variant" in buf.getvalue()
+
+
+def test_a_run_of_counts_alone_names_the_compilers_from_its_counts(tmp_path: Path) -> None:
+    """No timed cell, so no provenance: the compilers' versions come from the build records of the counts."""
+    d = _grid(tmp_path, timed=False)
+    tables = [t for t in d.extra_tables if t.section == matrix.SECTION]
+    assert [t.key for t in tables] == ["compiler-matrix-instr"]  # nothing timed yet: no QPS table
+    assert [line[1].text for line in tables[0].rows] == ["gcc 12.2.0", "clang 16.0.6"]
 
 
 @pytest.mark.parametrize(

@@ -630,7 +630,7 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     from dbsweep.report import matrix
     from dbsweep.verdicts.instructions import calibrated_floors
 
-    data.extra_tables += matrix.tables(data, measured, calibrated_floors(study, store))
+    data.extra_tables += matrix.tables(data, measured, calibrated_floors(study, store), store.builds_measured(run_id))
     data.answer = answers.build(data)
     if study.series:
         data.trend = over_series(study, store, run_id)

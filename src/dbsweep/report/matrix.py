@@ -8,9 +8,9 @@ the main table's do, with the same noise."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dbsweep.report import fmt
 from dbsweep.report.data import ReportData, Row, compare, qps_noise
@@ -64,9 +64,15 @@ def compiler_name(version_line: str, named: str) -> str:
     return named or "the variant's own"
 
 
-def _row_label(data: ReportData, grid: Axes, compiler: str) -> str:
-    prov = data.provenance.get(grid.target[(compiler, grid.variants[0])])
-    return compiler_name(prov.engine("compiler_version") if prov else "", compiler)
+def _row_label(data: ReportData, grid: Axes, compiler: str, builds: Mapping[str, list[dict[str, Any]]]) -> str:
+    """The compiler's name and version, from the reference build's record: its results' provenance, else what its
+    counts recorded (a run of counts alone)."""
+    target = grid.target[(compiler, grid.variants[0])]
+    prov = data.provenance.get(target)
+    line = prov.engine("compiler_version") if prov else ""
+    if not line and builds.get(target):
+        line = str(builds[target][-1].get("compiler_version") or "")
+    return compiler_name(line, compiler)
 
 
 def _colour(verdict: str | None) -> str:
@@ -82,6 +88,7 @@ def _change(ratio: float | None, verdict: str | None, tip: str) -> Value:
 def _lines(
     data: ReportData,
     grid: Axes,
+    builds: Mapping[str, list[dict[str, Any]]],
     items: Sequence[T],
     labels: Callable[[T], list[str]],
     reference: Callable[[T, str], Value],
@@ -96,7 +103,7 @@ def _lines(
         for i, comp in enumerate(grid.compilers):
             ref = grid.target[(comp, grid.variants[0])]
             line = [Value(x if i == 0 else "") for x in labels(item)]
-            line += [Value(_row_label(data, grid, comp)), reference(item, ref)]
+            line += [Value(_row_label(data, grid, comp, builds)), reference(item, ref)]
             for v in grid.variants[1:]:
                 t = grid.target.get((comp, v))
                 line.append(Value(fmt.DASH) if t is None else change(item, ref, t))
@@ -105,7 +112,9 @@ def _lines(
     return lines, frozenset(rules)
 
 
-def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None) -> ExtraTable:
+def _qps_table(
+    data: ReportData, grid: Axes, builds: Mapping[str, list[dict[str, Any]]], measured: calibrate.Measured | None
+) -> ExtraTable | None:
     m = data.study.measure
 
     def change(row: Row, ref: str, t: str) -> Value:
@@ -117,9 +126,12 @@ def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None
         return _change(j.ratio, j.verdict, f"{fmt.num(c.median)} ({fmt.ci(j)})")
 
     ran = [row for row in data.rows if any(row.cells[t].reps for t in grid.target.values())]  # not run: left out
+    if not ran:
+        return None
     lines, rules = _lines(
         data,
         grid,
+        builds,
         ran,
         lambda row: [row.name, str(row.clients)],
         lambda row, ref: Value(fmt.num(row.cells[ref].median), sort=row.cells[ref].median),
@@ -140,7 +152,9 @@ def _qps_table(data: ReportData, grid: Axes, measured: calibrate.Measured | None
     )
 
 
-def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]) -> ExtraTable | None:
+def _instr_table(
+    data: ReportData, grid: Axes, builds: Mapping[str, list[dict[str, Any]]], aa: Callable[[str], float | None]
+) -> ExtraTable | None:
     if not data.instr_rows:
         return None
 
@@ -153,6 +167,7 @@ def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]
     lines, rules = _lines(
         data,
         grid,
+        builds,
         data.instr_rows,
         lambda ir: [ir.step],
         lambda ir, ref: Value(fmt.instructions(ir.figure(ref)), sort=ir.figure(ref)),
@@ -172,12 +187,16 @@ def _instr_table(data: ReportData, grid: Axes, aa: Callable[[str], float | None]
     )
 
 
-def tables(data: ReportData, measured: calibrate.Measured | None, aa: dict[str, float]) -> list[ExtraTable]:
-    """Seed 004's two matrices (QPS, instructions per event) when the targets form a compiler x variant grid."""
+def tables(
+    data: ReportData,
+    measured: calibrate.Measured | None,
+    aa: dict[str, float],
+    builds: Mapping[str, list[dict[str, Any]]],
+) -> list[ExtraTable]:
+    """Seed 004's two matrices (QPS, instructions per event) when the targets form a compiler x variant grid;
+    `builds` is each target's build records (`Store.builds_measured`), for the compilers' versions."""
     grid = axes(data)
     if grid is None:
         return []
-    out = [_qps_table(data, grid, measured)]
-    if (made := _instr_table(data, grid, aa.get)) is not None:
-        out.append(made)
-    return out
+    made = (_qps_table(data, grid, builds, measured), _instr_table(data, grid, builds, aa.get))
+    return [t for t in made if t is not None]
