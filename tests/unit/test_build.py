@@ -339,7 +339,8 @@ def test_a_clang_lto_build_archives_and_links_with_llvms_tools() -> None:
     """LTO objects are LLVM bitcode: the archiver and the linker are LLVM's, of the compiler's version."""
     v = variants.resolve_for("o3_native_lto", "clang-16")
     assert dict(v.configure_vars) == {"AR": "llvm-ar-16", "RANLIB": "llvm-ranlib-16", "NM": "llvm-nm-16"}
-    assert v.ldflags == ("-flto=auto", "-Wl,--emit-relocs", "-fuse-ld=lld")
+    assert v.ldflags == ("-flto=auto", "-Wl,--emit-relocs", "-fuse-ld=lld-16")  # lld 16: Debian's ld.lld is 14
+    assert variants.resolve_for("o3_native_lto", "clang").ldflags[-1] == "-fuse-ld=lld"
     assert variants.resolve_for("o3", "clang-16").configure_vars == ()  # no LTO: binutils do
     assert dict(variants.resolve_for("o3_native_lto", "clang").configure_vars)["AR"] == "llvm-ar"
     assert variants.resolve_for("o3_native_lto", "gcc-11").configure_vars == ()

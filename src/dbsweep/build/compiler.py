@@ -40,7 +40,7 @@ def missing(compiler: str, variant: Variant | None = None) -> str | None:
     _, dash, version = compiler.partition("-")
     clang = variant.compiler_family == "clang"
     tools = [v for k, v in variant.configure_vars if k in LLVM_TOOLS] if clang else []
-    if "-fuse-ld=lld" in variant.ldflags:
+    if f"-fuse-ld=lld{dash}{version}" in variant.ldflags:
         tools.append(f"ld.lld{dash}{version}")
     absent = [t for t in tools if shutil.which(t) is None]
     if absent:

@@ -229,7 +229,9 @@ def with_compiler(variant: Variant, compiler: str | None) -> Variant:
 def _llvm_lto(variant: Variant) -> Variant:
     """A clang LTO build's objects are LLVM bitcode: binutils' ar and ld cannot index or link them without a
     plugin Debian does not set up, so the archives are made by the LLVM tools of the compiler's version and the
-    link by lld. What the variant sets itself stays."""
+    link by lld of that version too (`-fuse-ld=lld-16` runs `ld.lld-16`): Debian's clang-16 given `-fuse-ld=lld`
+    ran the default `ld.lld`, lld 14, which cannot read LLVM 16's bitcode ("Opaque pointers are only supported in
+    -opaque-pointers mode"), and configure found no working compiler. What the variant sets itself stays."""
     _, dash, version = variant.compiler.partition("-")
     tools = {k: f"llvm-{k.lower()}{dash}{version}" for k in LLVM_TOOLS}
     given = dict(variant.configure_vars)
@@ -239,7 +241,7 @@ def _llvm_lto(variant: Variant) -> Variant:
         if any(f.startswith("-fuse-ld=") for f in variant.ldflags)
         else (
             *variant.ldflags,
-            "-fuse-ld=lld",
+            f"-fuse-ld=lld{dash}{version}",
         )
     )
     return replace(variant, configure_vars=configure_vars, ldflags=ldflags)
