@@ -199,13 +199,19 @@ def builtin(name: str) -> Variant:
         raise DbsweepError(f"unknown build variant {name!r}; built-in: {', '.join(BUILTINS)}") from None
 
 
+def _bolt_variant_of(name: str) -> Variant | None:
+    """The built-in BOLT variant whose base `name` (`pgo_lto_bolt_base`) names, if it does."""
+    of = BUILTINS.get(name.removesuffix("_base")) if name.endswith("_base") else None
+    return of if of is not None and of.bolt else None
+
+
 def resolve(name: str, custom: Mapping[str, Variant] | None = None) -> Variant:
     """A study's own variant by that name, else the built-in one."""
     if custom and name in custom:
         return custom[name]
     if name in BUILTINS:
         return BUILTINS[name]
-    if (of := BUILTINS.get(name.removesuffix("_base"))) is not None and of.bolt:
+    if (of := _bolt_variant_of(name)) is not None:
         return bolt_base(of)  # what a BOLT variant rewrites, as a target of its own
     known = [*BUILTINS, *BASES, *(custom or {})]
     raise DbsweepError(f"unknown build variant {name!r}; have: {', '.join(known)}")
@@ -251,10 +257,8 @@ def resolve_for(name: str, compiler: str | None, custom: Mapping[str, Variant] |
     """A target's variant: `resolve(name)` built by the target's compiler, if it names one. A BOLT variant's
     base by that compiler has the name its BOLT variant's build gives it (`pgo_lto_bolt+gcc-12_base`, clang's
     `o3_native_lto+clang-16`), so that the two count as one build."""
-    if not (custom and name in custom) and name not in BUILTINS and name.removesuffix("_base") in BUILTINS:
-        of = BUILTINS[name.removesuffix("_base")]
-        if of.bolt:
-            return bolt_base(with_compiler(of, compiler))
+    if not (custom and name in custom) and (of := _bolt_variant_of(name)) is not None:
+        return bolt_base(with_compiler(of, compiler))
     return with_compiler(resolve(name, custom), compiler)
 
 

@@ -628,9 +628,8 @@ def gather(study: Study, store: Store, run_id: int, series: bool = False) -> Rep
     flames.attach(data, store)
     # Imported here: the matrix formats its cells with `fmt`, which imports this module.
     from dbsweep.report import matrix
-    from dbsweep.verdicts.instructions import calibrated_floors
 
-    data.extra_tables += matrix.tables(data, measured, calibrated_floors(study, store), store.builds_measured(run_id))
+    data.extra_tables += matrix.tables(data, store, measured)
     data.answer = answers.build(data)
     if study.series:
         data.trend = over_series(study, store, run_id)

@@ -92,6 +92,11 @@ def verdict_spread(c: Comparison, s: Spread | None) -> str:
     return f"{c.verdict} ({spread(s)})" if c.verdict and s is not None else verdict(c)
 
 
+def verdict_colour(verdict: str | None) -> str:
+    """A verdict's colour in the suites' and the matrix's tables: faster green, slower red, the others none."""
+    return {"faster": "green", "slower": "red"}.get(verdict or "", "")
+
+
 def cost_colour(r: float | None) -> str:
     """Colour of a per-operation cost ratio: more cost is worse, so it is coloured as 1/ratio."""
     return stats.colour(1 / r if r else None)

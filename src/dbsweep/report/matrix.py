@@ -10,14 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dbsweep.report import fmt
 from dbsweep.report.data import ReportData, Row, compare, qps_noise
 from dbsweep.report.instr import InstrRow
 from dbsweep.report.tables import ExtraTable, Value
 from dbsweep.verdicts import calibrate
-from dbsweep.verdicts.instructions import judge
+from dbsweep.verdicts.instructions import calibrated_floors, judge
+
+if TYPE_CHECKING:
+    from dbsweep.results.store import Store
 
 SECTION = "Compilers and flags"
 T = TypeVar("T")
@@ -75,14 +78,10 @@ def _row_label(data: ReportData, grid: Axes, compiler: str, builds: Mapping[str,
     return compiler_name(line, compiler)
 
 
-def _colour(verdict: str | None) -> str:
-    return {"faster": "green", "slower": "red"}.get(verdict or "", "")
-
-
 def _change(ratio: float | None, verdict: str | None, tip: str) -> Value:
     if ratio is None:
         return Value(fmt.DASH)
-    return Value(f"{fmt.signed_pct(ratio)} {verdict or ''}".rstrip(), _colour(verdict), ratio, tip=tip)
+    return Value(f"{fmt.signed_pct(ratio)} {verdict or ''}".rstrip(), fmt.verdict_colour(verdict), ratio, tip=tip)
 
 
 def _lines(
@@ -97,13 +96,14 @@ def _lines(
     """A line per item (a step) and compiler: the item's labels on its first line, the compiler, the reference
     build's figure, then each other variant's change against it ('-' where the compiler has no such build); and
     the index of each item's last line, for the terminal's rules."""
+    names = {comp: _row_label(data, grid, comp, builds) for comp in grid.compilers}
     lines: list[list[Value]] = []
     rules: set[int] = set()
     for item in items:
         for i, comp in enumerate(grid.compilers):
             ref = grid.target[(comp, grid.variants[0])]
             line = [Value(x if i == 0 else "") for x in labels(item)]
-            line += [Value(_row_label(data, grid, comp, builds)), reference(item, ref)]
+            line += [Value(names[comp]), reference(item, ref)]
             for v in grid.variants[1:]:
                 t = grid.target.get((comp, v))
                 line.append(Value(fmt.DASH) if t is None else change(item, ref, t))
@@ -187,16 +187,13 @@ def _instr_table(
     )
 
 
-def tables(
-    data: ReportData,
-    measured: calibrate.Measured | None,
-    aa: dict[str, float],
-    builds: Mapping[str, list[dict[str, Any]]],
-) -> list[ExtraTable]:
-    """Seed 004's two matrices (QPS, instructions per event) when the targets form a compiler x variant grid;
-    `builds` is each target's build records (`Store.builds_measured`), for the compilers' versions."""
+def tables(data: ReportData, store: Store, measured: calibrate.Measured | None) -> list[ExtraTable]:
+    """Seed 004's two matrices (QPS, instructions per event) when the targets form a compiler x variant grid; the
+    store is read (the build records, for the compilers' versions; the calibrated floors) only then."""
     grid = axes(data)
     if grid is None:
         return []
+    builds = store.builds_measured(data.run_id)
+    aa = calibrated_floors(data.study, store)
     made = (_qps_table(data, grid, builds, measured), _instr_table(data, grid, builds, aa.get))
     return [t for t in made if t is not None]

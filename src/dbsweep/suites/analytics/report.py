@@ -39,10 +39,6 @@ def _ratio_text(ratio: float | None, low: float | None, high: float | None) -> s
     return f"{ratio:.3f}" + (f" ({low:.3f}-{high:.3f})" if low is not None and high is not None else "")
 
 
-def _colour(verdict: str | None) -> str:
-    return {"faster": "green", "slower": "red"}.get(verdict or "", "")
-
-
 def _phases(data: ReportData, load: Row) -> ExtraTable:
     lines: list[list[Value]] = []
     base_total = statistics.median(v) if (v := _totals(load.cells[data.base])) else None
@@ -102,7 +98,7 @@ def _queries(data: ReportData, rows: list[Row]) -> ExtraTable:
                 low = 1 / c.high if c.high else None
                 high = 1 / c.low if c.low else None
                 text = _ratio_text(1 / c.ratio, low, high)
-                line += [Value(text, sort=1 / c.ratio), Value(fmt.verdict(c), colour=_colour(c.verdict))]
+                line += [Value(text, sort=1 / c.ratio), Value(fmt.verdict(c), colour=fmt.verdict_colour(c.verdict))]
             else:
                 line += [Value(fmt.DASH), Value(fmt.DASH)]
             line.append(Value(f"{len(e.reps)}" + (f" ({e.failed} failed)" if e.failed else "")))
@@ -164,7 +160,7 @@ def _summary(data: ReportData, rows: list[Row], suite: Analytics) -> ExtraTable:
             j = judging.judge(geo[data.base], geo[t], data.study, higher_is_better=False)
             ci = j.ci
             text = _ratio_text(ci.ratio if ci else None, ci.low if ci else None, ci.high if ci else None)
-            line += [Value(text, sort=ci.ratio if ci else None), Value(j.verdict, colour=_colour(j.verdict))]
+            line += [Value(text, sort=ci.ratio if ci else None), Value(j.verdict, colour=fmt.verdict_colour(j.verdict))]
         else:
             line += [Value(fmt.DASH), Value(fmt.DASH)]
         lines.append(line)
