@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from dbsweep.build import cache, variants
+from dbsweep.build.compiler import compiler_for
 from dbsweep.build.objects import Status
 from dbsweep.build.recipe import Recipe
 from dbsweep.engines.base import Engine, Install
@@ -104,6 +105,21 @@ def build_from_source(
             return cache.build(recipe, tree, variant, workspace / "builds", log=tell, status=advance, copy=copy)
     finally:
         progress.remove_task(task)
+
+
+def build_key_now(study: Study, target: Target) -> str | None:
+    """The key of the build a target would run on now, without building it (None for an installed package): a
+    resumed run holds it against the key its stored results were measured with."""
+    if source_kind(target.source) == "system":
+        return None
+    variant = variants.resolve_for(target.variant, target.compiler, custom_variants(study))
+    tree = resolve(target.source, study.workspace_dir / "sources", naming=naming_of(study.engine))
+    return cache.cache_key(recipe_of(study.engine), tree, variant, compiler_for(variant), target.build_copy)
+
+
+def cached_build(study: Study, key: str) -> cache.Build | None:
+    """The build of `key` in the study's build cache, if it is there."""
+    return cache.find_key(recipe_of(study.engine), (study.workspace_dir / "builds").absolute(), key)
 
 
 def get_install(study: Study, target: Target, progress: Progress) -> Install:

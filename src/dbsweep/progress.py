@@ -158,8 +158,8 @@ class BuildLog:
             when = "time left not known yet"
         elif s.objects < s.objects_total:
             when = f"about {duration(left)} left"
-        elif s.compiling:
-            when = "more objects than expected, time left not known"
+        elif s.compiling:  # every object counted on: the link, or objects past the estimate (which grows with them)
+            when = "linking or past the estimate, time left not known"
         else:
             when = "nothing left to compile"
         return f"{s.stage}, {s.objects}/{s.objects_total} objects", when

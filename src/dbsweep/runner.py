@@ -289,19 +289,38 @@ class Runner:
     def _same_builds(self, run_id: int, prepared: dict[str, Prepared | str]) -> None:
         """Refuses to go on when a target's binary is no longer the one its stored results of this run were
         measured with (a source branch that moved, another compiler release, a changed recipe, an upgraded
-        package): the run's figures would mix two builds under one name."""
-        stored = self.store.builds_measured(run_id)
-        for label, ready in prepared.items():
-            if isinstance(ready, str):
-                continue
-            for old in stored.get(label, []):
-                changes = provenance.build_changes(old, ready.install.provenance)
-                if changes:
-                    raise DbsweepError(
-                        f"target {label!r} is no longer the build its results in run {run_id} were measured with "
-                        f"({'; '.join(changes)}), so its figures would mix two builds; run with --fresh to start "
-                        "a new run."
-                    )
+        package): the run's figures would mix two builds under one name. A target this run measures nothing of
+        is held by its build's key, found without building it: its old figures would otherwise stand in the
+        report beside the new ones of the others as if they were the study's build of it."""
+        targets = {t.label: t for t in self.study.targets}
+        for label, records in self.store.builds_measured(run_id).items():
+            ready = prepared.get(label)
+            if isinstance(ready, Prepared):
+                changes = [c for old in records for c in provenance.build_changes(old, ready.install.provenance)]
+            elif label in prepared or label not in targets:
+                continue  # it cannot run (its cells say why), or the study no longer has it
+            else:
+                changes = self._key_changes(targets[label], records)
+            if changes:
+                raise DbsweepError(
+                    f"target {label!r} is no longer the build its results in run {run_id} were measured with "
+                    f"({'; '.join(changes)}), so its figures would mix two builds; run with --fresh to start a new run."
+                )
+
+    def _key_changes(self, target: Target, records: list[dict[str, Any]]) -> list[str]:
+        """How the key of the build `target` names now differs from its stored results' (empty when it cannot be
+        told: an installed package, a source that cannot be found now)."""
+        try:
+            key = installs.build_key_now(self.study, target)
+        except DbsweepError:
+            return []
+        old = {str(r["build_key"]) for r in records if r.get("build_key")}
+        if key is None or not old or key in old:
+            return []
+        built = installs.cached_build(self.study, key)
+        if built is not None:  # built already (for another run, or by dbsweep build): what changed, fact by fact
+            return [c for r in records for c in provenance.build_changes(r, built.install.provenance)]
+        return [f"build key {min(old)[:12]} → {key[:12]}: its source, recipe or compiler changed"]
 
     def _canary(self, run_id: int, rep: int, progress: Progress) -> None:
         """Times the canary before round `rep`'s first group and stores it. No server runs now: every group

@@ -222,7 +222,7 @@ def test_a_build_on_a_terminal_prints_no_lines_and_its_bar_shows_the_same_figure
     assert buf.getvalue() == ""
     assert log.figures() == "compile, 299/1196 objects · about 6 min 00 s left"
     log.update(Status(0.9, "compile", 1300, 1300, compiling=True))
-    assert log.figures() == "compile, 1300/1300 objects · more objects than expected, time left not known"
+    assert log.figures() == "compile, 1300/1300 objects · linking or past the estimate, time left not known"
 
 
 def test_before_the_first_object_the_time_left_is_what_the_last_like_build_took() -> None:

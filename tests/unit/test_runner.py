@@ -232,6 +232,12 @@ def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
         run(study, repeats=3)
     assert script.seen == []  # refused before any step
     assert len(stored(study)) == 9  # and nothing it had was lost
+    # A run that measures only a: b is not built for it, yet its old figures would stand beside a's new ones as the
+    # study's b. Its build is held by the key the recipe gives it now.
+    unbuilt = r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe or compiler"
+    with pytest.raises(DbsweepError, match=unbuilt):
+        run(study, repeats=3, targets={"a"})
+    assert script.seen == [] and len(stored(study)) == 9
 
 
 class LateCrash:
