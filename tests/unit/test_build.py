@@ -268,6 +268,32 @@ def test_a_bolt_build_rewrites_a_copy_of_its_base_build(tmp_path: Path) -> None:
     assert bolts and all(s.objects_total == 0 and s.fraction >= cache.BASE_SHARE for s in bolts)
 
 
+@pytest.mark.skipif(bolt.tool() is None, reason="no llvm-bolt installed (scripts/setup.sh installs bolt-19)")
+def test_a_function_bolt_cannot_move_is_left_as_it_is_and_bolt_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BOLT 19 refused Postgres's ExecInterpExpr ("unable to get new address ... Consider adding this function to
+    --skip-funcs"): the build leaves that function as it is and runs llvm-bolt again, and records it. Here an
+    llvm-bolt that says so of `main` until it is told to skip it, then is the real one."""
+    real = bolt.require()
+    wrapper = tmp_path / "llvm-bolt"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--skip-funcs=main*) ;; *)\n'
+        "  echo 'BOLT-ERROR: unable to get new address corresponding to input address 0x1139 in function "
+        "main/1(*2). Consider adding this function to --skip-funcs=...'; exit 1;;\n"
+        "esac\n"
+        f'exec {real.bolt} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(bolt, "require", lambda: replace(real, bolt=wrapper))
+    toy, tree, root = ToyRecipe(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    b = cache.build(toy, tree, Variant("o1_bolt", cflags=("-O1",), ldflags=("-Wl,--emit-relocs",), bolt=True), root)
+    assert b.metadata["bolt"]["left_as_they_are"] == ["main/1"]  # as --skip-funcs takes it
+    assert "BOLT cannot move main/1: it is left as it is" in b.log_path.read_text()
+    assert subprocess.run([b.bindir / "toy"], capture_output=True, text=True, check=True).stdout == "toy 1.0\n"
+
+
 def test_cache_key_covers_the_modules_installed_beside_the_engine(tree: SourceTree) -> None:
     """A build made before a contrib module joined the list lacks it: it must not be taken from the cache."""
     gcc = Compiler("gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", None)

@@ -683,11 +683,12 @@ class _Builder:
         self.logf.flush()
 
     def _failure(self, step: Step, code: int) -> DbsweepError:
-        assert self.logf is not None and self.current is not None
+        assert self.logf is not None
         self.logf.flush()
         tail = self.log_path.read_bytes().decode(errors="replace").rstrip().splitlines()[-_TAIL_LINES:]
         head = f"building {self.name} failed: {step.what} exited with code {code}."
-        head += self.recipe.explain(Failure(step, "\n".join(tail), self.current, self._append_file))
+        if self.current is not None:  # BOLT on a copy of its base compiles nothing: no phase, no recipe's say
+            head += self.recipe.explain(Failure(step, "\n".join(tail), self.current, self._append_file))
         body = "\n".join("    " + ln for ln in tail)
         return DbsweepError(f"{head}\nThe last lines of the build log {self.failed_log}:\n{body}")
 
