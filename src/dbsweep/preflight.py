@@ -540,7 +540,7 @@ def _build_seconds(v: recipes.Variant, costs: Costs) -> float:
 def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     """One target's valgrind pass (measure.instructions): a load, then each step's work under valgrind."""
     m = study.measure
-    shared = set(study.bench.instruction_steps().values()) if m.instructions else set()
+    shared = set(study.counted_steps().values()) if m.instructions else set()
     if not shared:
         return 0.0
     # The engine's start-ups were measured with the default number of pairs; each pair runs 1 + 3 times the probe.
@@ -552,7 +552,7 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
     engine = engine_named(study.engine)
     reads = {
         key
-        for step, key in study.bench.instruction_steps().items()
+        for step, key in study.counted_steps().items()
         if session.can_share(engine, engine.instance_type, study.bench.instruction_plan(step, m.instruction_seconds))
     }
     per_read = 1 + m.instruction_pairs * m.instruction_seconds + warmup + STEP_OVERHEAD_S

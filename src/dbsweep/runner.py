@@ -340,7 +340,7 @@ class Runner:
 
     def _instructions_todo(self, run_id: int) -> dict[str, list[str]]:
         """target -> the steps whose instructions per operation are still to count."""
-        steps = list(self.suite.instruction_steps()) if self.study.measure.instructions else []
+        steps = list(self.study.counted_steps()) if self.study.measure.instructions else []
         steps = [s for s in steps if self.count_steps is None or s in self.count_steps]
         if not steps:
             return {}

@@ -155,6 +155,10 @@ class Measure(_Strict):
     # Counts taken at once, each on a CPU of its own (by default every CPU dbsweep may use): a count does not
     # depend on what else the machine runs, so two CPUs take the pass in about half the time.
     instruction_jobs: PositiveInt | None = None
+    # Count only these steps: a name as the report shows it (point-query_range=100), or a microbenchmark's for all
+    # its forms (point-query). Empty: every step the suite counts. A server that starts again for every count run
+    # (MariaDB, MySQL: threads, not a process per connection) takes minutes a step under valgrind.
+    instruction_steps: list[str] = []
     # Sample the server with perf while one client runs each step, after the timed cells: flame graphs.
     profile: bool = False
     profile_seconds: PositiveInt = 10
@@ -308,6 +312,13 @@ class Study(_Strict):
     def steps(self) -> list[str]:
         """The suite's steps in run order, named sets expanded."""
         return self.bench.steps()
+
+    def counted_steps(self) -> dict[str, Any]:
+        """The steps whose instructions are counted (step -> the count it shares with others): the suite's, or
+        those of them measure.instruction_steps names."""
+        counted = self.bench.instruction_steps()
+        wanted = self.measure.instruction_steps
+        return {s: k for s, k in counted.items() if not wanted or any(_names(w, s) for w in wanted)}
 
     def measurement_key(self) -> str:
         """A hash of everything that changes what a measurement means (not targets or repeats)."""
@@ -478,6 +489,11 @@ def _describe(err: Any) -> str:
     return str(err["msg"])
 
 
+def _names(wanted: str, step: str) -> bool:
+    """Whether measure.instruction_steps' `wanted` names `step`: itself, or its microbenchmark (before '_' or '.')."""
+    return wanted in (step, re.split(r"[._]", step, maxsplit=1)[0])
+
+
 def _semantic_problems(study: Study) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     labels = [t.label for t in study.targets]
@@ -578,6 +594,11 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
                 )
     if len(set(suite.clients)) != len(suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))
+    counted = list(bench.instruction_steps()) if not problems else []
+    for i, w in enumerate(study.measure.instruction_steps if counted else []):
+        if not any(_names(w, c) for c in counted):
+            said = f"{w!r} is no step the study counts; it counts: {', '.join(counted)}"
+            problems.append((f"measure.instruction_steps[{i}]", said))
     problems.extend(bench.settings_problems())
     problems.extend(unsafe.study_problems(study))
     return problems

@@ -5,6 +5,8 @@ every step runs in this process, against the real results store."""
 from __future__ import annotations
 
 import io
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -233,7 +235,15 @@ def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
     assert script.seen == []  # refused before any step
     assert len(stored(study)) == 9  # and nothing it had was lost
     # A run that measures only a: b is not built for it, yet its old figures would stand beside a's new ones as the
-    # study's b. Its build is held by the key the recipe gives it now.
+    # study's b. Its build is held by the key the recipe gives it now: the refused run above built it, so what
+    # changed is named from its record; once that build is gone, by the key alone.
+    built = r"target 'b' is no longer the build .* \(build key \w{12} → (\w{12}): the recipe's options differ\)"
+    with pytest.raises(DbsweepError, match=built) as refusal:
+        run(study, repeats=3, targets={"a"})
+    new = re.search(built, str(refusal.value))
+    assert new is not None
+    for d in (tmp_path / "ws" / "builds").glob(f"*-{new.group(1)}"):
+        shutil.rmtree(d)
     unbuilt = r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe or compiler"
     with pytest.raises(DbsweepError, match=unbuilt):
         run(study, repeats=3, targets={"a"})

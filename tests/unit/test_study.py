@@ -140,6 +140,11 @@ BAD = [
         "hosts.classes[1].name: duplicate class name 's'",
     ),
     ("unknown hosts key", GOOD + '[hosts]\nqueue = "x"\n', "hosts.queue: unknown key; allowed keys: scheduler"),
+    (
+        "counted step",
+        GOOD + '[measure]\ninstructions = true\ninstruction_steps = ["insert"]\n',
+        "measure.instruction_steps[0]: 'insert' is no step the study counts; it counts: load, point-query_range=100",
+    ),
 ]
 
 
@@ -151,6 +156,17 @@ def test_bad_study_is_reported(tmp_path: Path, what: str, text: str, message: st
     assert any(message in p for p in e.value.problems), e.value.problems
     # Every problem names the file first.
     assert all(p.startswith(f"{path}: ") for p in e.value.problems), e.value.problems
+
+
+def test_the_steps_counted_are_those_measure_names(tmp_path: Path) -> None:
+    """measure.instruction_steps names a step as the report does, or its microbenchmark for every form of it."""
+    text = GOOD.replace('steps = ["point-query"]', 'steps = ["point-query", "read-only", "read-only.pre", "insert"]')
+    every = load_study(_write(tmp_path, text))
+    assert list(every.counted_steps()) == list(every.bench.instruction_steps())
+    assert {"load", "insert_range=100", "read-only.pre_range=100"} <= set(every.counted_steps())
+    some = load_study(_write(tmp_path, text + '[measure]\ninstruction_steps = ["read-only", "insert_range=100"]\n'))
+    assert set(some.counted_steps()) == {"read-only.pre_range=100", "read-only_range=100", "insert_range=100"}
+    assert set(some.counted_steps().values()) <= set(every.counted_steps().values())
 
 
 def test_ibench_profile_and_overrides(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def counts_pending(study: Study, store: Store, run_id: int, rerun_failed: bool) 
     have = store.instruction_counts(run_id)
     if rerun_failed:
         have = {k: v for k, v in have.items() if not v.get("error")}
-    steps = study.bench.instruction_steps()
+    steps = study.counted_steps()
     return any((t.label, st) not in have for t in study.targets for st in steps)
 
 

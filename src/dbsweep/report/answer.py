@@ -154,7 +154,7 @@ def what_decides(data: ReportData, row: Row, target: str, ir: InstrRow | None) -
     steal = max((s for t in (data.base, target) if (s := row.cells[t].steal_pct) is not None), default=None)
     if steal is not None and steal > 1.0:
         out.append(f"a machine without steal (the step saw {steal:.1f}%)")
-    countable = row.clients == 1 and row.step in data.study.bench.instruction_steps()
+    countable = row.clients == 1 and row.step in data.study.counted_steps()
     if countable and ir is None:
         if not m.instructions:
             out.append("an instruction count (measure.instructions = true)")
