@@ -142,3 +142,24 @@ def test_a_bolt_base_is_a_targets_variant_and_one_build_with_its_bolt_variants(t
     path.write_text(study.format(ws=tmp_path / "ws", cc="clang-16"))
     with pytest.raises(StudyError, match=r"targets\[0\]\.compiler: variant 'pgo_lto_bolt_base' is profile-guided"):
         load_study(path)
+
+
+def test_the_functions_bolt_folded_into_one_are_those_a_rewrite_made_share_an_address(tmp_path: Path) -> None:
+    """`bolt.folded` reads the symbols of the binary before and after: names that came to share an address; names
+    that already shared one before, and BOLT's own markers, are not a folding."""
+    common = (
+        "int f(int x) { return x * 3 + 1; }\n"
+        'int c1(int x) { return x; }\nint c2(int x) __attribute__((alias("c1")));\n'  # an alias before and after
+    )
+    before = tmp_path / "before.c"
+    before.write_text(common + "int g(int x) { return x * 3 + 2; }\nint main(void) { return f(1) + g(2) + c2(0); }\n")
+    after = tmp_path / "after.c"
+    after.write_text(
+        common
+        + 'int g(int x) __attribute__((alias("f")));\nvoid __hot_start(void) __attribute__((alias("main")));\n'
+        + "int main(void) { return f(1) + g(2) + c2(0); }\n"
+    )
+    for src in (before, after):
+        subprocess.run(["gcc", "-O1", "-o", str(src.with_suffix("")), str(src)], check=True)
+    assert bolt.folded(tmp_path / "before", tmp_path / "after") == [["f", "g"]]
+    assert bolt.folded(tmp_path / "after", tmp_path / "after") == []

@@ -15,7 +15,8 @@ import pytest
 from dbsweep.measure import functions as fx
 from dbsweep.measure.functions import FunctionCost, Profile
 from dbsweep.measure.instructions import read_ir
-from dbsweep.report import fmt
+from dbsweep.report import fmt, instr
+from dbsweep.results.counts import Count
 
 PROGRAM = """\
 #include <stdlib.h>
@@ -431,6 +432,27 @@ def test_diff_orders_by_change_and_keeps_one_sided_functions() -> None:
     # No total change: no share; no call graph: no inclusive change.
     flat = fx.diff(prof(fc("a", 1), fc("b", 2)), prof(fc("a", 2), fc("b", 1)))
     assert [(c.function, c.share_of_change, c.delta_inclusive) for c in flat] == [("a", None, None), ("b", None, None)]
+
+
+def test_functions_a_build_folded_into_one_are_one_function_on_both_sides() -> None:
+    """BOLT's identical code folding made two of Postgres's functions one, which valgrind names by one of them: the
+    cost of tts_buffer_heap_getsomeattrs seemed to move to tts_heap_getsomeattrs. Read as one, the diff shows what
+    the pair's code did."""
+    base = prof(fc("buffer_get", 170), fc("heap_get", 2), fc("other", 50))
+    target = prof(fc("heap_get", 168), fc("other", 40))
+    apart = fx.diff(base, target)
+    assert [(c.function, c.delta_self) for c in apart] == [("buffer_get", -170), ("heap_get", 166), ("other", -10)]
+    one = fx.diff(base, target, same=[("heap_get", "buffer_get")])
+    assert [(c.function, c.delta_self) for c in one] == [("other", -10), ("buffer_get ≡ heap_get", -4)]
+    assert fx.diff(base, target, same=[("heap_get",)]) == apart  # a set of one folds nothing
+    # A count of a BOLT build carries its build's sets; the report's why reads them from either side.
+    rows = fx.to_rows(target)
+    bolted = Count.from_stored(
+        "t", "s", {"per_event": 1.0, "functions": rows, "build": {"bolt": {"folded": [["buffer_get", "heap_get"]]}}}
+    )
+    plain = Count.from_stored("b", "s", {"per_event": 1.0, "functions": fx.to_rows(base), "build": {}})
+    assert bolted.folded == (("buffer_get", "heap_get"),) and plain.folded == ()
+    assert [c.function for c in instr.why(plain, bolted)] == ["other", "buffer_get ≡ heap_get"]
 
 
 def test_diff_of_stored_profiles_tells_a_function_below_the_other_sides_cut_from_a_new_one() -> None:

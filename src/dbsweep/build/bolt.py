@@ -116,6 +116,28 @@ def check_relocations(binary: Path, name: str) -> None:
         )
 
 
+# Symbols BOLT adds to mark its own layout, not functions.
+_MARKERS = ("__hot_", "__bolt_")
+
+
+def _aliases(binary: Path) -> set[frozenset[str]]:
+    """The sets of function symbols that name one address in `binary` (two or more each)."""
+    out = subprocess.run(["nm", "--defined-only", str(binary)], capture_output=True, text=True, check=False).stdout
+    at: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwWiI" and not parts[2].startswith(_MARKERS):
+            at.setdefault(parts[0], set()).add(parts[2])
+    return {frozenset(names) for names in at.values() if len(names) > 1}
+
+
+def folded(before: Path, after: Path) -> list[list[str]]:
+    """The functions BOLT's identical code folding (--icf) made one: symbols that name one address in `after` and
+    did not in `before`. Valgrind names such code by one of them, so a per-function diff against a build without
+    the folding sees one function's cost move to another; `why` reads each set as one function."""
+    return sorted(sorted(g) for g in _aliases(after) - _aliases(before))
+
+
 # BOLT's account of a function it cannot move: "unable to get new address corresponding to input address 0x2d2240
 # in function ExecInterpExpr/1(*2)" (Postgres's expression interpreter jumps through a table of label addresses),
 # or after LTO "... in function ExecInterpExpr.lto_priv.0/1. Consider adding this function to --skip-funcs=...":

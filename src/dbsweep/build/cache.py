@@ -154,6 +154,8 @@ class Build:
             "ccache": self.ccache,
             "training": self.training,
             "copy": m.get("copy", 0),  # N > 0: the Nth separate build of the same source and variant
+            # A BOLT build: llvm-bolt's version, options and profile, and the functions it folded into one.
+            **({"bolt": m["bolt"], "bolt_of": m.get("bolt_of")} if m.get("bolt") else {}),
         }
 
     @property
@@ -559,6 +561,7 @@ class _Builder:
             self.say("BOLT: rewriting")
             self.span(0.97, "BOLT: rewriting")
             self._run_bolt("llvm-bolt", lambda: bolt.optimise_command(t, target, rewritten, merged, skipped), skipped)
+            same = bolt.folded(target, rewritten)
             mode = target.stat().st_mode
             shutil.copyfile(rewritten, target)
             target.chmod(mode)
@@ -575,6 +578,7 @@ class _Builder:
                 # Why instrumentation: sampling (perf record -j) needs branch-sampling counters.
                 "branch_sampling": "available" if bolt.perf_branch_sampling() else "not available on this machine",
                 "profile_kind": "instrumentation",
+                "folded": same,
             }
 
     def _run_bolt(self, what: str, argv: Callable[[], list[str]], skipped: list[str]) -> None:

@@ -599,6 +599,7 @@ def diff(
     target: Mapping[Key, FunctionCost],
     top: int | None = None,
     kept: int | None = None,
+    same: Iterable[Iterable[str]] = (),
 ) -> list[FunctionChange]:
     """The functions' changes from base to target (per-operation profiles), largest |delta_self| first
     (ties by name); functions on one side only included. `top` keeps the first ones. Functions are matched
@@ -606,10 +607,14 @@ def diff(
 
     `kept`: the profiles were stored cut to their `kept` costliest functions. A function in one and not the other
     may then be below the other's cut rather than absent: it is marked with that bound (`FunctionChange.unlisted`),
-    and its change is a range."""
+    and its change is a range.
+
+    `same`: sets of functions one build made one (BOLT's identical code folding), whose code valgrind names by
+    any one of them: on both sides each set is one function, named `a ≡ b`."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
     cut = {"base": left_out_below(base, kept), "target": left_out_below(target, kept)}
+    base, target = _as_one(base, same), _as_one(target, same)
     base, target = _by_name_where_unknown(_matched(base), _matched(target))
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
@@ -642,6 +647,20 @@ def diff(
     if total:
         changes = [_with_share(c, c.delta_self / total) for c in changes]
     return changes
+
+
+def _as_one(profile: Mapping[Key, FunctionCost], same: Iterable[Iterable[str]]) -> dict[Key, FunctionCost]:
+    """`profile` with each set of `same`'s functions under one name (`a ≡ b`), their costs added per file."""
+    name = {n: " ≡ ".join(sorted(g)) for g in map(set, same) if len(g) > 1 for n in g}
+    if not name:
+        return dict(profile)
+    out: dict[Key, FunctionCost] = {}
+    for k, c in profile.items():
+        if k[0] in name:
+            c = replace(c, function=name[k[0]])
+            k = c.key
+        out[k] = _one(k, [out[k], c]) if k in out else c
+    return out
 
 
 def _by_name_where_unknown(

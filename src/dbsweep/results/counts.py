@@ -64,6 +64,8 @@ class Count:
     error: str | None = None  # why there is no count
     # Each pair's instructions per event: (every process, the foreground's or None), as the count stored them.
     pair_figures: tuple[tuple[float, float | None], ...] = ()
+    # Functions a BOLT build folded into one (identical code folding): valgrind names each set's code by one name.
+    folded: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def from_stored(cls, target: str, step: str, d: Mapping[str, Any]) -> Count:
@@ -98,6 +100,7 @@ class Count:
             method=_str(d.get("method")),
             error=_str(d.get("error")),
             pair_figures=_pair_figures(d.get("pairs")),
+            folded=_folded(d.get("build")),
         )
 
     @property
@@ -158,3 +161,12 @@ def event_words(count: Count | None, ops_name: str = "") -> str:
     if n is not None and n > 1:
         return f"one transaction of {n} statements"
     return "one operation" if ops_name == "ops" else "one statement"
+
+
+def _folded(build: object) -> tuple[tuple[str, ...], ...]:
+    """The function sets a count's BOLT build folded into one (its build record's bolt.folded), if any."""
+    bolt = build.get("bolt") if isinstance(build, Mapping) else None
+    sets = bolt.get("folded") if isinstance(bolt, Mapping) else None
+    if not isinstance(sets, list):
+        return ()
+    return tuple(tuple(str(n) for n in g) for g in sets if isinstance(g, list) and len(g) > 1)

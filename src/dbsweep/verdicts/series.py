@@ -96,7 +96,13 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
         values = tuple(c.figure(basis[step]) or 0.0 for c in typed)
         why = {
             p.index: tuple(
-                functions.diff(typed[p.index - 1].profile(), typed[p.index].profile(), WHY, kept=FUNCTIONS_KEPT)
+                functions.diff(
+                    (a := typed[p.index - 1]).profile(),
+                    (b := typed[p.index]).profile(),
+                    WHY,
+                    kept=FUNCTIONS_KEPT,
+                    same=(*a.folded, *b.folded),
+                )
             )
             for p in points
         }
