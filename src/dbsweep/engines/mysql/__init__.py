@@ -21,9 +21,10 @@ __all__ = ["Install", "Mysql", "Server"]
 class Mysql(Mariadb):
     name: ClassVar[str] = "mysql"
     title: ClassVar[str] = "MySQL"
-    # 9.7.2's def build took 122 min of user and 20 min of system CPU here (3,228 objects): about 72 min on two
-    # quiet cores; an LTO build about twice that, as MariaDB's. Starts as MariaDB's until measured.
-    costs: ClassVar[base.Costs] = base.Costs(start_s=3.0, valgrind_starts_s=55.0, build_s=4300.0, lto_build_s=8600.0)
+    # 9.7.2's def build of mysqld alone (1,453 objects) took 2,674 s on two cores here; an LTO build about twice
+    # that, as MariaDB's. A count's run starts and stops MySQL under valgrind (3-4 G instructions: an 8 GB buffer
+    # pool, the data dictionary): 127-366 s a run measured beside builds, so about 60 s alone, five runs a step.
+    costs: ClassVar[base.Costs] = base.Costs(start_s=3.0, valgrind_starts_s=300.0, build_s=2700.0, lto_build_s=5400.0)
     instance_type: ClassVar[type[base.Instance]] = Server
     install_type: ClassVar[type[Install]] = Install
     source_forms: ClassVar[str] = (
