@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from dbsweep.build import cache, variants
+from dbsweep.build import bolt, cache, variants
 from dbsweep.build.compiler import compiler_for
 from dbsweep.build.objects import Status
 from dbsweep.build.recipe import Recipe
@@ -21,6 +21,7 @@ from dbsweep.measure import instructions
 from dbsweep.progress import BuildLog
 from dbsweep.say import styled
 from dbsweep.sources import Naming
+from dbsweep.sources.resolve import cached as cached_source
 from dbsweep.sources.resolve import copy_of, resolve
 from dbsweep.study import Study, Target, source_kind
 
@@ -108,12 +109,17 @@ def build_from_source(
 
 
 def build_key_now(study: Study, target: Target) -> str | None:
-    """The key of the build a target would run on now, without building it (None for an installed package): a
-    resumed run holds it against the key its stored results were measured with."""
+    """The key of the build a target would run on now, without building or fetching anything: a resumed run holds
+    it against the key its stored results were measured with. None when it cannot be told: an installed package,
+    a source not in the workspace's cache, a BOLT variant without llvm-bolt here."""
     if source_kind(target.source) == "system":
         return None
     variant = variants.resolve_for(target.variant, target.compiler, custom_variants(study))
-    tree = resolve(target.source, study.workspace_dir / "sources", naming=naming_of(study.engine))
+    if variant.bolt and bolt.tool() is None:
+        return None
+    tree = cached_source(target.source, study.workspace_dir / "sources", naming=naming_of(study.engine))
+    if tree is None:
+        return None
     return cache.cache_key(recipe_of(study.engine), tree, variant, compiler_for(variant), target.build_copy)
 
 

@@ -255,11 +255,13 @@ class Runner:
         for key in todo:
             groups.setdefault((key.repetition, key.target), []).append(key)
         target_ids = self.store.target_ids(run_id)
+        labels = {k.target for k in todo} | set(counts) | set(profiles)
+        stored = self.store.builds_measured(run_id)
+        self._same_keys(run_id, {k: v for k, v in stored.items() if k not in labels})  # before any build
         with self._progress() as progress:
             # Every build happens before any step runs: never benchmark while building.
-            labels = {k.target for k in todo} | set(counts) | set(profiles)
             prepared = {label: self._prepare(self.study.target(label), progress) for label in sorted(labels)}
-        self._same_builds(run_id, prepared)
+        self._same_builds(run_id, prepared, stored)
         self.cell_log = CellLog(self.console, [self.suite.cell_seconds(k.step) for k in todo])
         with self._progress() as progress:
             overall = progress.add_task("cells", total=len(todo), unit="cells")
@@ -286,30 +288,37 @@ class Runner:
             self._profile(run_id, profiles, prepared, target_ids)
         return out
 
-    def _same_builds(self, run_id: int, prepared: dict[str, Prepared | str]) -> None:
+    def _same_builds(
+        self, run_id: int, prepared: dict[str, Prepared | str], stored: dict[str, list[dict[str, Any]]]
+    ) -> None:
         """Refuses to go on when a target's binary is no longer the one its stored results of this run were
         measured with (a source branch that moved, another compiler release, a changed recipe, an upgraded
-        package): the run's figures would mix two builds under one name. A target this run measures nothing of
-        is held by its build's key, found without building it: its old figures would otherwise stand in the
-        report beside the new ones of the others as if they were the study's build of it."""
-        targets = {t.label: t for t in self.study.targets}
-        for label, records in self.store.builds_measured(run_id).items():
-            ready = prepared.get(label)
+        package): the run's figures would mix two builds under one name."""
+        for label, ready in prepared.items():
             if isinstance(ready, Prepared):
-                changes = [c for old in records for c in provenance.build_changes(old, ready.install.provenance)]
-            elif label in prepared or label not in targets:
-                continue  # it cannot run (its cells say why), or the study no longer has it
-            else:
-                changes = self._key_changes(targets[label], records)
-            if changes:
-                raise DbsweepError(
-                    f"target {label!r} is no longer the build its results in run {run_id} were measured with "
-                    f"({'; '.join(changes)}), so its figures would mix two builds; run with --fresh to start a new run."
-                )
+                now = ready.install.provenance
+                changes = [c for old in stored.get(label, []) for c in provenance.build_changes(old, now)]
+                self._refuse(run_id, label, changes)
+
+    def _same_keys(self, run_id: int, stored: dict[str, list[dict[str, Any]]]) -> None:
+        """The same for the targets this run measures nothing of, before anything is built: each is held by the key
+        its build would have now (found without building or fetching), since its old figures would otherwise stand
+        in the report beside the others' new ones as the study's build of it."""
+        targets = {t.label: t for t in self.study.targets}
+        for label, records in stored.items():
+            if label in targets:  # a target the study no longer has is not reported
+                self._refuse(run_id, label, self._key_changes(targets[label], records))
+
+    def _refuse(self, run_id: int, label: str, changes: list[str]) -> None:
+        if changes:
+            raise DbsweepError(
+                f"target {label!r} is no longer the build its results in run {run_id} were measured with "
+                f"({'; '.join(changes)}), so its figures would mix two builds; run with --fresh to start a new run."
+            )
 
     def _key_changes(self, target: Target, records: list[dict[str, Any]]) -> list[str]:
         """How the key of the build `target` names now differs from its stored results' (empty when it cannot be
-        told: an installed package, a source that cannot be found now)."""
+        told: an installed package, a source not fetched, no llvm-bolt for a BOLT build)."""
         try:
             key = installs.build_key_now(self.study, target)
         except DbsweepError:

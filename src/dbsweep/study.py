@@ -318,7 +318,11 @@ class Study(_Strict):
         those of them measure.instruction_steps names."""
         counted = self.bench.instruction_steps()
         wanted = self.measure.instruction_steps
-        return {s: k for s, k in counted.items() if not wanted or any(_names(w, s) for w in wanted)}
+        if not wanted:
+            return counted
+        # A step that shares its count with a named one (point-query.pre with point-query) comes with it.
+        keys = {k for s, k in counted.items() if any(_names(w, s) for w in wanted)}
+        return {s: k for s, k in counted.items() if k in keys}
 
     def measurement_key(self) -> str:
         """A hash of everything that changes what a measurement means (not targets or repeats)."""

@@ -445,6 +445,14 @@ def test_functions_a_build_folded_into_one_are_one_function_on_both_sides() -> N
     one = fx.diff(base, target, same=[("heap_get", "buffer_get")])
     assert [(c.function, c.delta_self) for c in one] == [("other", -10), ("buffer_get ≡ heap_get", -4)]
     assert fx.diff(base, target, same=[("heap_get",)]) == apart  # a set of one folds nothing
+    # The symbols keep gcc's clone suffixes, the stored profiles do not; members from other files are one entry;
+    # sets of the two builds that share a name are one set.
+    other_file = {("heap_get", "y.c"): FunctionCost("heap_get", "y.c", 1, None, 168.0, None)}
+    joined = fx.diff(base, other_file, same=[("buffer_get.isra.0", "heap_get.lto_priv.0"), ("heap_get", "third")])
+    assert [(c.function, c.file, c.delta_self) for c in joined] == [
+        ("other", "x.c", -50),
+        ("buffer_get ≡ heap_get ≡ third", "x.c", -4),
+    ]
     # A count of a BOLT build carries its build's sets; the report's why reads them from either side.
     rows = fx.to_rows(target)
     bolted = Count.from_stored(

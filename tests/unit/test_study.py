@@ -167,6 +167,9 @@ def test_the_steps_counted_are_those_measure_names(tmp_path: Path) -> None:
     some = load_study(_write(tmp_path, text + '[measure]\ninstruction_steps = ["read-only", "insert_range=100"]\n'))
     assert set(some.counted_steps()) == {"read-only.pre_range=100", "read-only_range=100", "insert_range=100"}
     assert set(some.counted_steps().values()) <= set(every.counted_steps().values())
+    # A step that shares its count with a named one comes with it.
+    pre = load_study(_write(tmp_path, text + '[measure]\ninstruction_steps = ["read-only_range=100"]\n'))
+    assert set(pre.counted_steps()) == {"read-only.pre_range=100", "read-only_range=100"}
 
 
 def test_ibench_profile_and_overrides(tmp_path: Path) -> None:

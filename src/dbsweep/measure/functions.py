@@ -614,7 +614,7 @@ def diff(
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
     cut = {"base": left_out_below(base, kept), "target": left_out_below(target, kept)}
-    base, target = _as_one(base, same), _as_one(target, same)
+    base, target = _as_one(base, target, same)
     base, target = _by_name_where_unknown(_matched(base), _matched(target))
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
@@ -649,18 +649,43 @@ def diff(
     return changes
 
 
-def _as_one(profile: Mapping[Key, FunctionCost], same: Iterable[Iterable[str]]) -> dict[Key, FunctionCost]:
-    """`profile` with each set of `same`'s functions under one name (`a ≡ b`), their costs added per file."""
-    name = {n: " ≡ ".join(sorted(g)) for g in map(set, same) if len(g) > 1 for n in g}
+def _as_one(
+    base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], same: Iterable[Iterable[str]]
+) -> tuple[dict[Key, FunctionCost], dict[Key, FunctionCost]]:
+    """Both profiles with each set of `same`'s functions as one, named `a ≡ b` and placed in the file of its
+    costliest entry on either side: the names taken without gcc's clone suffixes, as the profiles are stored."""
+    name = _folded_names(same)
     if not name:
-        return dict(profile)
-    out: dict[Key, FunctionCost] = {}
-    for k, c in profile.items():
-        if k[0] in name:
-            c = replace(c, function=name[k[0]])
-            k = c.key
-        out[k] = _one(k, [out[k], c]) if k in out else c
-    return out
+        return dict(base), dict(target)
+    costliest: dict[str, FunctionCost] = {}
+    for c in (*base.values(), *target.values()):
+        n = name.get(function_name(c.function))
+        if n is not None and (n not in costliest or abs(c.self_ir) > abs(costliest[n].self_ir)):
+            costliest[n] = c
+
+    def one(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:
+        out: dict[Key, FunctionCost] = {}
+        for k, c in profile.items():
+            n = name.get(function_name(k[0]))
+            if n is not None:  # one key per set, whatever files its members' code came from
+                c = replace(c, function=n, file=costliest[n].file)
+                k = c.key
+            out[k] = _one(k, [out[k], c]) if k in out else c
+        return out
+
+    return one(base), one(target)
+
+
+def _folded_names(same: Iterable[Iterable[str]]) -> dict[str, str]:
+    """name -> the name of its set (`a ≡ b`), the sets joined where they share a name; sets of one dropped."""
+    sets: list[set[str]] = []
+    for g in same:
+        names = {function_name(n) for n in g}
+        for other in [o for o in sets if o & names]:
+            names |= other
+            sets.remove(other)
+        sets.append(names)
+    return {n: " ≡ ".join(sorted(g)) for g in sets if len(g) > 1 for n in g}
 
 
 def _by_name_where_unknown(

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from dbsweep.errors import DbsweepError
 from dbsweep.sources import Naming, SourceTree, load_meta, locked, publish, quiet, staging, write_meta
-from dbsweep.sources.crate import resolve_crate
-from dbsweep.sources.debian import resolve_debian
-from dbsweep.sources.git import resolve_git
+from dbsweep.sources.crate import cached_crate, resolve_crate
+from dbsweep.sources.debian import cached_tree, resolve_debian
+from dbsweep.sources.git import cached_git, resolve_git
 from dbsweep.sources.localdir import resolve_dir
-from dbsweep.sources.tarball import resolve_tarball
+from dbsweep.sources.tarball import cached_tarball, resolve_tarball
 
 _KINDS = ("debian", "git", "tarball", "crate", "dir")
 FORMS = (
@@ -66,6 +66,26 @@ def resolve(
     if kind == "crate":
         return resolve_crate(spec, rest, root, say, naming=naming)
     raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
+
+
+def cached(spec: str, root: Path, *, naming: Naming) -> SourceTree | None:
+    """The tree `spec` names if `root` already holds it (a local directory: read now), else None; never fetches
+    (a git branch is the commit fetched last, not the branch's head now)."""
+    kind, _, rest = spec.partition(":")
+    rest = rest.strip()
+    if kind not in _KINDS and re.match(r"\d", spec):
+        kind, rest = "debian", spec.strip()
+    if kind == "dir":
+        return resolve_dir(spec, rest, naming=naming)
+    if kind == "debian":
+        return cached_tree(spec, rest, root, naming=naming)
+    if kind == "git":
+        return cached_git(spec, rest, root)
+    if kind == "tarball":
+        return cached_tarball(spec, rest, root)
+    if kind == "crate":
+        return cached_crate(spec, rest, root)
+    return None
 
 
 def copy_of(tree: SourceTree, root: Path, n: int) -> SourceTree:

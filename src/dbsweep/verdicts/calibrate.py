@@ -45,6 +45,8 @@ def copies(
         b = b.model_copy(update={"build_copy": target.build_copy + 1})
     suite = study.suite.model_copy(update={"steps": steps}) if steps else study.suite
     measure = study.measure.model_copy(update={"placement": placement}) if placement else study.measure
+    if steps:  # the steps asked for are counted, whatever measure.instruction_steps chose for the study
+        measure = measure.model_copy(update={"instruction_steps": []})
     return study.model_copy(
         update={
             "name": study_name(study, target),

@@ -176,6 +176,8 @@ class Prober:
                 "targets": [self._target(lbl) for lbl in self.labels],
                 "base": self.good,
                 "suite": suite,
+                # The steps a bisection follows are counted (runner's count_steps), whatever the study chose.
+                "measure": s.measure.model_copy(update={"instruction_steps": []}),
                 "series": False,
             }
         )
