@@ -609,6 +609,11 @@ def test_top_functions_keeps_the_largest_by_self_and_by_inclusive() -> None:
     assert list(fx.top_functions(profile, 2)) == [("big", "x.c"), ("neg", "x.c"), ("caller", "x.c")]
     assert fx.top_functions(profile, 0) == {}
     assert set(fx.top_functions(profile, 9)) == set(profile)
+    # A kept function keeps its code inlined from other files: BOLT's output, without debug information, has all
+    # of CommitTransaction under one entry, which a cut base (xact.c's part alone) made look twice as costly.
+    inlined = FunctionCost("big", "h.h", 1, None, 3.0, None)
+    whole = fx.top_functions({**profile, inlined.key: inlined}, 1)
+    assert list(whole) == [("big", "x.c"), ("big", "h.h"), ("caller", "x.c")]
 
 
 def test_rows_round_trip_through_json(tmp_path: Path) -> None:

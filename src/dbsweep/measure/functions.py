@@ -726,8 +726,8 @@ def _by_self(c: FunctionCost) -> tuple[float, str, str]:
 
 def top_functions(profile: Mapping[Key, FunctionCost], n: int) -> Profile:
     """The n largest functions by self cost and the n largest by inclusive cost (by magnitude: a per-operation
-    figure can be slightly negative), to keep a stored profile small; a function's clones are merged first
-    (`merge_clones`), so the rows are keyed by name and file within the tree."""
+    figure can be slightly negative), each with all its entries, to keep a stored profile small; a function's
+    clones are merged first (`merge_clones`), so the rows are keyed by name and file within the tree."""
     if n < 0:
         raise ValueError(f"n must not be negative, not {n}")
     profile = merge_clones(profile)  # a function's copies are one function: kept, or not, together
@@ -738,6 +738,10 @@ def top_functions(profile: Mapping[Key, FunctionCost], n: int) -> Profile:
         key=lambda c: (-abs(c.inclusive_ir or 0.0), c.function, c.file),
     )
     keep |= {c.key for c in inclusive[:n]}
+    # A kept function is kept whole: its code inlined from other files is entries of its own, and a build without
+    # debug information (BOLT's output) puts all of it under one, which the diff must meet with all of it.
+    names = {k[0] for k in keep}
+    keep |= {c.key for c in ranked if c.function in names}
     return {c.key: c for c in ranked if c.key in keep}
 
 
