@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -657,11 +657,7 @@ def _as_one(
     name = _folded_names(same)
     if not name:
         return dict(base), dict(target)
-    costliest: dict[str, FunctionCost] = {}
-    for c in (*base.values(), *target.values()):
-        n = name.get(function_name(c.function))
-        if n is not None and (n not in costliest or abs(c.self_ir) > abs(costliest[n].self_ir)):
-            costliest[n] = c
+    costliest = _costliest((*base.values(), *target.values()), lambda c: name.get(function_name(c.function)))
 
     def one(profile: Mapping[Key, FunctionCost]) -> dict[Key, FunctionCost]:
         out: dict[Key, FunctionCost] = {}
@@ -674,6 +670,16 @@ def _as_one(
         return out
 
     return one(base), one(target)
+
+
+def _costliest(entries: Iterable[FunctionCost], group: Callable[[FunctionCost], str | None]) -> dict[str, FunctionCost]:
+    """group -> its entry of the largest own cost, of the entries `group` puts in one (None: in none)."""
+    out: dict[str, FunctionCost] = {}
+    for c in entries:
+        g = group(c)
+        if g is not None and (g not in out or abs(c.self_ir) > abs(out[g].self_ir)):
+            out[g] = c
+    return out
 
 
 def _folded_names(same: Iterable[Iterable[str]]) -> dict[str, str]:
@@ -697,12 +703,10 @@ def _by_name_where_unknown(
     blind = {k[0] for side in (base, target) for k in side if k[1] in UNKNOWN_FILES}
     if not blind:
         return base, target
-    costliest: dict[str, FunctionCost] = {}
-    for side in (base, target):
-        for k, c in side.items():
-            known = k[0] in blind and k[1] not in UNKNOWN_FILES
-            if known and (k[0] not in costliest or abs(c.self_ir) > abs(costliest[k[0]].self_ir)):
-                costliest[k[0]] = c
+    costliest = _costliest(
+        (*base.values(), *target.values()),
+        lambda c: c.function if c.function in blind and c.file not in UNKNOWN_FILES else None,
+    )
 
     def folded(side: dict[Key, FunctionCost]) -> dict[Key, FunctionCost]:
         out: dict[Key, FunctionCost] = {}

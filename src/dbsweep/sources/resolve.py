@@ -48,10 +48,7 @@ def resolve(
     a git source fetch even when its ref is known locally (to follow a moved branch).
     """
     say = log or quiet
-    kind, _, rest = spec.partition(":")
-    rest = rest.strip()
-    if kind not in _KINDS and re.match(r"\d", spec):  # a bare version is Debian's
-        kind, rest = "debian", spec.strip()
+    kind, rest = _kind(spec)
     if not rest:
         raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
     if kind == "dir":
@@ -68,13 +65,18 @@ def resolve(
     raise DbsweepError(f"source {spec!r} is not understood; use {FORMS}.")
 
 
+def _kind(spec: str) -> tuple[str, str]:
+    """A source's kind and what follows it: `git:URL@REF` -> ("git", "URL@REF"); a bare version is Debian's."""
+    kind, _, rest = spec.partition(":")
+    if kind not in _KINDS and re.match(r"\d", spec):
+        return "debian", spec.strip()
+    return kind, rest.strip()
+
+
 def cached(spec: str, root: Path, *, naming: Naming) -> SourceTree | None:
     """The tree `spec` names if `root` already holds it (a local directory: read now), else None; never fetches
     (a git branch is the commit fetched last, not the branch's head now)."""
-    kind, _, rest = spec.partition(":")
-    rest = rest.strip()
-    if kind not in _KINDS and re.match(r"\d", spec):
-        kind, rest = "debian", spec.strip()
+    kind, rest = _kind(spec)
     if kind == "dir":
         return resolve_dir(spec, rest, naming=naming)
     if kind == "debian":
