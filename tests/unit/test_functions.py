@@ -442,17 +442,25 @@ def test_functions_a_build_folded_into_one_are_one_function_on_both_sides() -> N
     target = prof(fc("heap_get", 168), fc("other", 40))
     apart = fx.diff(base, target)
     assert [(c.function, c.delta_self) for c in apart] == [("buffer_get", -170), ("heap_get", 166), ("other", -10)]
-    one = fx.diff(base, target, same=[("heap_get", "buffer_get")])
+    one = fx.diff(base, target, folded=((), [("heap_get", "buffer_get")]))
     assert [(c.function, c.delta_self) for c in one] == [("other", -10), ("buffer_get ≡ heap_get", -4)]
-    assert fx.diff(base, target, same=[("heap_get",)]) == apart  # a set of one folds nothing
+    assert fx.diff(base, target, folded=((), [("heap_get",)])) == apart  # a set of one folds nothing
     # The symbols keep gcc's clone suffixes, the stored profiles do not; members from other files are one entry;
     # sets of the two builds that share a name are one set.
     other_file = {("heap_get", "y.c"): FunctionCost("heap_get", "y.c", 1, None, 168.0, None)}
-    joined = fx.diff(base, other_file, same=[("buffer_get.isra.0", "heap_get.lto_priv.0"), ("heap_get", "third")])
+    sets = [("buffer_get.isra.0", "heap_get.lto_priv.0"), ("heap_get", "third")]
+    joined = fx.diff(base, other_file, folded=(sets[1:], sets[:1]))
     assert [(c.function, c.file, c.delta_self) for c in joined] == [
         ("other", "x.c", -50),
         ("buffer_get ≡ heap_get ≡ third", "x.c", -4),
     ]
+    # The base stored cut to its 2 costliest (cut at 50): heap_get is missing from it, and so may cost up to 50
+    # there; the BOLT side names the set's code by one member, so its missing one is no unknown. A range.
+    cut = prof(fc("buffer_get", 170), fc("other", 50))
+    (s1,) = [c for c in fx.diff(cut, target, kept=2, folded=((), [("heap_get", "buffer_get")])) if "≡" in c.function]
+    assert (s1.delta_self, s1.unlisted, s1.delta_range) == (-2.0, ("base", 50.0), (-52.0, -2.0))
+    assert fmt.function_change(s1).startswith("-52…-2 (base 170…220) buffer_get ≡ heap_get"), fmt.function_change(s1)
+    assert fmt.function_cost(s1, "target") == "168" and s1.least_change == 2.0
     # A count of a BOLT build carries its build's sets; the report's why reads them from either side.
     rows = fx.to_rows(target)
     bolted = Count.from_stored(

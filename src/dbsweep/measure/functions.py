@@ -480,9 +480,20 @@ class FunctionChange:
         return self.target_self - self.base_self
 
     @property
+    def delta_range(self) -> tuple[float, float]:
+        """The change of own cost as far as it is known: a side's cost may be up to `unlisted`'s bound more than
+        its stored figure (0 where it was not stored, a folded set's members that were not)."""
+        d = self.delta_self
+        if self.unlisted is None:
+            return d, d
+        side, bound = self.unlisted
+        return (d - bound, d) if side == "base" else (d, d + bound)
+
+    @property
     def least_change(self) -> float:
-        """|delta_self| as far as it is known: less the bound of a side it was not stored on."""
-        return abs(self.delta_self) - (self.unlisted[1] if self.unlisted is not None else 0.0)
+        """The smallest |change| the function's range allows (0 when it holds no change at all)."""
+        low, high = self.delta_range
+        return 0.0 if low <= 0 <= high else min(abs(low), abs(high))
 
     @property
     def rel_self(self) -> float | None:
@@ -599,7 +610,7 @@ def diff(
     target: Mapping[Key, FunctionCost],
     top: int | None = None,
     kept: int | None = None,
-    same: Iterable[Iterable[str]] = (),
+    folded: tuple[Iterable[Iterable[str]], Iterable[Iterable[str]]] = ((), ()),
 ) -> list[FunctionChange]:
     """The functions' changes from base to target (per-operation profiles), largest |delta_self| first
     (ties by name); functions on one side only included. `top` keeps the first ones. Functions are matched
@@ -609,12 +620,18 @@ def diff(
     may then be below the other's cut rather than absent: it is marked with that bound (`FunctionChange.unlisted`),
     and its change is a range.
 
-    `same`: sets of functions one build made one (BOLT's identical code folding), whose code valgrind names by
-    any one of them: on both sides each set is one function, named `a ≡ b`."""
+    `folded`: the sets of functions the base's and the target's build made one (BOLT's identical code folding),
+    whose code valgrind names by any one of them: on both sides each set is one function, named `a ≡ b`. On a side
+    whose build kept a set's members apart, each member missing from its stored profile may be below the cut."""
     if top is not None and top < 0:
         raise ValueError(f"top must not be negative, not {top}")
     cut = {"base": left_out_below(base, kept), "target": left_out_below(target, kept)}
-    base, target = _as_one(base, target, same)
+    sets = _folded_names([*folded[0], *folded[1]])
+    unseen = {
+        "base": _members_unseen(base, sets, folded[0]) if cut["base"] else {},
+        "target": _members_unseen(target, sets, folded[1]) if cut["target"] else {},
+    }
+    base, target = _as_one(base, target, sets)
     base, target = _by_name_where_unknown(_matched(base), _matched(target))
     base_incl, target_incl = _has_inclusive(base), _has_inclusive(target)
     total = sum(c.self_ir for c in target.values()) - sum(c.self_ir for c in base.values())
@@ -628,6 +645,9 @@ def diff(
         unlisted = None
         if missing is not None and cut[missing] > 0:
             unlisted = (missing, cut[missing])  # it may cost up to the cut there: the change is a range
+        for side in ("base", "target"):
+            if n := unseen[side].get(named.function):  # a set's members, each up to the cut
+                unlisted = (side, n * cut[side])
         changes.append(
             FunctionChange(
                 function=named.function,
@@ -649,12 +669,26 @@ def diff(
     return changes
 
 
+def _members_unseen(
+    profile: Mapping[Key, FunctionCost], name: Mapping[str, str], own: Iterable[Iterable[str]]
+) -> dict[str, int]:
+    """set name -> how many of its members a stored profile lacks, on a side whose build did not fold them (one
+    that did names the set's code by one of them)."""
+    folded_here = {function_name(n) for g in own for n in g}
+    present = {function_name(k[0]) for k in profile}
+    out: dict[str, int] = {}
+    for member, set_name in name.items():
+        if member not in present and member not in folded_here:
+            out[set_name] = out.get(set_name, 0) + 1
+    return out
+
+
 def _as_one(
-    base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], same: Iterable[Iterable[str]]
+    base: Mapping[Key, FunctionCost], target: Mapping[Key, FunctionCost], name: Mapping[str, str]
 ) -> tuple[dict[Key, FunctionCost], dict[Key, FunctionCost]]:
-    """Both profiles with each set of `same`'s functions as one, named `a ≡ b` and placed in the file of its
-    costliest entry on either side: the names taken without gcc's clone suffixes, as the profiles are stored."""
-    name = _folded_names(same)
+    """Both profiles with each folded set (`name`: member -> the set's name) as one, named `a ≡ b` and placed in
+    the file of its costliest entry on either side: the names taken without gcc's clone suffixes, as the profiles
+    are stored."""
     if not name:
         return dict(base), dict(target)
     costliest = _costliest((*base.values(), *target.values()), lambda c: name.get(function_name(c.function)))

@@ -212,17 +212,18 @@ def function_delta(c: FunctionChange) -> str:
     did not reach it (its cost there lies between 0 and that profile's cut)."""
     if c.unlisted is None:
         return f"{c.delta_self:+,.0f}"
-    # The other end: the change as far as it is known, in the direction of the stored figure.
-    ends = sorted((c.delta_self, math.copysign(1.0, c.delta_self) * c.least_change))
-    return f"{ends[0]:+,.0f}…{ends[1]:+,.0f}"
+    low, high = c.delta_range
+    return f"{low:+,.0f}…{high:+,.0f}"
 
 
 def function_cost(c: FunctionChange, side: str) -> str:
     """A function's own cost per event on one side (`base`, `target`), or `≤ cut` where that side's stored profile
     did not reach it."""
+    stored = c.base_self if side == "base" else c.target_self
     if c.unlisted is not None and c.unlisted[0] == side:
-        return f"≤ {c.unlisted[1]:,.0f}"
-    return f"{c.base_self if side == 'base' else c.target_self:,.0f}"
+        # Not stored at all, or a folded set stored in part (its other members below the cut).
+        return f"≤ {c.unlisted[1]:,.0f}" if not stored else f"{stored:,.0f}…{stored + c.unlisted[1]:,.0f}"
+    return f"{stored:,.0f}"
 
 
 def function_change(c: FunctionChange) -> str:
@@ -230,8 +231,8 @@ def function_change(c: FunctionChange) -> str:
     side's stored profile, the range its change lies in: `+503…+554 (base ≤ 51) tts_heap_getsomeattrs`."""
     delta = function_delta(c)
     if c.unlisted is not None:
-        side, bound = c.unlisted
-        rel = f" ({side} ≤ {bound:,.0f})"
+        side = c.unlisted[0]
+        rel = f" ({side} {function_cost(c, side)})"
     else:
         rel = f" ({c.rel_self * 100:+.1f}%)" if c.rel_self is not None else " (new)" if c.target_self else " (gone)"
     place = function_place(c)

@@ -107,7 +107,7 @@ def why(base: Count | None, target: Count | None, top: int = WHY_KEPT) -> list[f
     b, t = base.profile(), target.profile()
     if not b or not t:
         return []
-    return functions.diff(b, t, top=top, kept=FUNCTIONS_KEPT, same=(*base.folded, *target.folded))
+    return functions.diff(b, t, top=top, kept=FUNCTIONS_KEPT, folded=(base.folded, target.folded))
 
 
 def group_verdicts(rows: Iterable[Row], g: GroupStats) -> list[InstrVerdict]:

@@ -420,7 +420,7 @@ class Prober:
                 b, t = counts.get((p, step)), counts.get((c, step))
                 if b is not None and t is not None and b.ok and t.ok:
                     out.why[step] = tuple(
-                        functions.diff(b.profile(), t.profile(), WHY, kept=FUNCTIONS_KEPT, same=(*b.folded, *t.folded))
+                        functions.diff(b.profile(), t.profile(), WHY, kept=FUNCTIONS_KEPT, folded=(b.folded, t.folded))
                     )
 
     def _finish(self, out: Bisection, started: float, builds: set[str]) -> Bisection:

@@ -101,7 +101,7 @@ def _counted(labels: Sequence[str], counts: Mapping[tuple[str, str], Count], aa:
                     (b := typed[p.index]).profile(),
                     WHY,
                     kept=FUNCTIONS_KEPT,
-                    same=(*a.folded, *b.folded),
+                    folded=(a.folded, b.folded),
                 )
             )
             for p in points
