@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ import pytest
 from dbsweep.engines import postgres
 from dbsweep.engines.base import Instance
 from dbsweep.measure.instructions import InstructionCount, instructions_per_op
+from dbsweep.measure.session import SessionStep
 from dbsweep.placement import Lockstep
 from dbsweep.suites.sysbench import Sysbench
 
@@ -217,6 +218,44 @@ def count_system_step(
     # Stopped means stopped: the server, every backend and valgrind around each of them.
     assert processes_under(home) == []
     return count
+
+
+def count_system_reads(
+    engine_name: str,
+    config_text: str,
+    home: Path,
+    suite: Sysbench,
+    steps: Sequence[tuple[str, int | None] | SessionStep],
+    repeats: int = 2,
+) -> dict[str, InstructionCount | str]:
+    """Reads counted in one session on the engine's prebuilt install, each a sysbench step (step, amount: None
+    to probe it) or a plan of its own: step -> its count, or why it has none; no process under `home` is left
+    running after it."""
+    from dbsweep.engines.registry import engine_named
+    from dbsweep.measure import session
+
+    engine = engine_named(engine_name)
+    got: dict[str, InstructionCount | str] = {}
+
+    def counted(step: str, count: InstructionCount | None, error: str | None) -> None:
+        got[step] = count if count is not None else str(error)
+
+    session.count_reads(
+        engine,
+        engine.system_install("system"),
+        config_text,
+        home,
+        steps=[
+            s if isinstance(s, SessionStep) else SessionStep(s[0], suite.instruction_plan(s[0], 1, s[1])) for s in steps
+        ],
+        load=[suite.command(s, 1) for s in suite.setup_steps()],
+        tables=suite.tables(),
+        counted=counted,
+        repeats=repeats,
+        cpus=worker_cpu(),
+    )
+    assert processes_under(home) == []  # the server, every backend and valgrind around each
+    return got
 
 
 def processes_under(path: Path) -> list[psutil.Process]:

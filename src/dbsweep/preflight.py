@@ -556,9 +556,11 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
         if session.can_share(engine, engine.instance_type, study.bench.instruction_plan(step, m.instruction_seconds))
     }
     per_read = 1 + m.instruction_pairs * m.instruction_seconds + warmup + STEP_OVERHEAD_S
+    # The session's one start under valgrind, and its stop (minutes for MySQL).
+    session_start = costs.valgrind_starts_s / VALGRIND_STARTS if reads else 0.0
     # Counts taken at once share the steps; each of them loads its own pristine copy.
     jobs = len(placement.one_cpu_each(m.instruction_jobs or len(os.sched_getaffinity(0))))
-    return costs.start_s + load_s + (len(shared - reads) * per_step + len(reads) * per_read) / jobs
+    return costs.start_s + load_s + session_start + (len(shared - reads) * per_step + len(reads) * per_read) / jobs
 
 
 def _data_bytes(study: Study, engine: Engine, config: str) -> int:

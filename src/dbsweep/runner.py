@@ -356,7 +356,7 @@ class Runner:
         have = self.store.instruction_counts(run_id)
         if self.rerun_failed:  # a count that failed is counted again, as a failed cell is run again
             have = {k: v for k, v in have.items() if not v.get("error")}
-        stale, changed = instructions.stale_counts(have, instructions.held_by(self.engine.instance_type))
+        stale, changed = instructions.stale_counts(have, instructions.held_by(self.engine.instance_type), self._method)
         if stale:
             self.console.print(
                 styled(
@@ -408,11 +408,10 @@ class Runner:
                 by_key.setdefault(shares[step], []).append(step)
             base = label == self.study.base
             shared = [k for k in by_key if self._can_share(prepared[label], by_key[k][0])]
-            if len(shared) > 1:
+            # A single read too: a step is counted one way for every target (`_method`), whatever else is left.
+            if shared:
                 steps = tuple(tuple(by_key[k]) for k in shared)
                 tasks.append(countpool.Task(label, tuple(shared), steps, base, session=True))
-            else:
-                shared = []
             tasks += [countpool.Task(label, (k,), (tuple(v),), base) for k, v in by_key.items() if k not in shared]
         base_keys = [k for t in tasks if t.sets_amount for k in t.keys]
         amounts = countpool.Amounts(known, base_keys)
@@ -475,6 +474,15 @@ class Runner:
             return False
         plan = self.suite.instruction_plan(step, self.study.measure.instruction_seconds)
         return session.can_share(self.engine, self.engine.instance_type, plan)
+
+    def _method(self, step: str) -> str | None:
+        """How a step is counted now: in a session, or on a server of its own for every run (None for a step the
+        suite no longer has)."""
+        try:
+            plan = self.suite.instruction_plan(step, self.study.measure.instruction_seconds)
+        except DbsweepError:
+            return None
+        return session.method(self.engine, self.engine.instance_type, plan)
 
     def _count_session(
         self,

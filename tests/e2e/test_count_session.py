@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dbsweep.engines.registry import engine_named
 from dbsweep.measure import instructions, session
 from dbsweep.measure.instructions import CountPlan, InstructionCount
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import POSTGRES_UNDER_VALGRIND, count_system_step, own_dir, processes_under, worker_cpu
+from ..conftest import POSTGRES_UNDER_VALGRIND, count_system_reads, count_system_step, own_dir
 
 CONFIG = "shared_buffers=128MB\n"
 SUITE = Sysbench(SysbenchSettings(rows=10000))
@@ -29,35 +28,17 @@ def workdir(_test_root: Path) -> Iterator[Path]:
     yield from own_dir(_test_root, "session")
 
 
-def count_reads(home: Path, steps: list[session.SessionStep], repeats: int = 2) -> dict[str, InstructionCount | str]:
-    engine = engine_named("postgres")
-    got: dict[str, InstructionCount | str] = {}
-
-    def counted(step: str, count: InstructionCount | None, error: str | None) -> None:
-        got[step] = count if count is not None else str(error)
-
-    session.count_reads(
-        engine,
-        engine.system_install("system"),
-        CONFIG,
-        home,
-        steps=steps,
-        load=[SUITE.command(s, 1) for s in SUITE.setup_steps()],
-        tables=SUITE.tables(),
-        counted=counted,
-        repeats=repeats,
-        cpus=worker_cpu(),
-    )
-    assert processes_under(home) == []  # the server, every backend and valgrind around each
-    return got
+def count_reads(
+    home: Path, steps: list[tuple[str, int | None] | session.SessionStep], repeats: int = 2
+) -> dict[str, InstructionCount | str]:
+    return count_system_reads("postgres", CONFIG, home, SUITE, steps, repeats)
 
 
 @pytest.fixture(scope="module")
 def counts(workdir: Path) -> dict[str, InstructionCount | str]:
     """The reads, and the base of the A-A pair (`test_two_loads_of_the_tables_count_alike`), which its twin counts
     in the same order, after the point query."""
-    steps = [READS[0], STATS_BOUND, READS[1]]
-    return count_reads(workdir / "s", [session.SessionStep(st, SUITE.instruction_plan(st, 1)) for st in steps])
+    return count_reads(workdir / "s", [(READS[0], None), (STATS_BOUND, None), (READS[1], None)])
 
 
 def test_a_session_counts_each_read_repeatably(counts: dict[str, InstructionCount | str]) -> None:
@@ -96,9 +77,9 @@ def test_a_failed_step_leaves_the_others_counted(counts: dict[str, InstructionCo
     assert isinstance(point, InstructionCount)
     broken = CountPlan(lambda n: ["sysbench", "run", "--no-such-option", str(n)], short=5, keeps_state=True)
     # The step after the failed one is counted on the same server; its amount known, one pair says it was.
-    steps = [
+    steps: list[tuple[str, int | None] | session.SessionStep] = [
         session.SessionStep("broken", broken),
-        session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1, point.amount)),
+        (READS[0], point.amount),
     ]
     got = count_reads(workdir / "s", steps, repeats=1)  # the pristine copy of the first session is reused
     assert isinstance(got["broken"], str) and "no-such-option" in got["broken"], got["broken"]
@@ -113,10 +94,7 @@ def test_two_loads_of_the_tables_count_alike(counts: dict[str, InstructionCount 
     point, c1 = counts[READS[0]], counts[STATS_BOUND]
     assert isinstance(point, InstructionCount)
     assert isinstance(c1, InstructionCount), c1  # probed, as the base's count is
-    steps = [
-        session.SessionStep(READS[0], SUITE.instruction_plan(READS[0], 1, point.amount)),
-        session.SessionStep(STATS_BOUND, SUITE.instruction_plan(STATS_BOUND, 1, c1.amount)),
-    ]
+    steps: list[tuple[str, int | None] | session.SessionStep] = [(READS[0], point.amount), (STATS_BOUND, c1.amount)]
     # One pair each: a session's pairs repeat to parts in a million (test_a_session_counts_each_read_repeatably).
     second = count_reads(workdir / "aa2", steps, repeats=1)
     for step, base in ((READS[0], point), (STATS_BOUND, c1)):

@@ -19,10 +19,18 @@ from dbsweep import configs, loadclient
 from dbsweep.engines.mariadb import Server
 from dbsweep.engines.mariadb import install as installs
 from dbsweep.engines.registry import engine_named
-from dbsweep.measure.instructions import BACKGROUND_THREADS, FOREGROUND, MAIN_THREAD, InstructionCount
+from dbsweep.measure.instructions import (
+    BACKGROUND_THREADS,
+    FOREGROUND,
+    MAIN_THREAD,
+    RESTART,
+    SESSION,
+    InstructionCount,
+)
+from dbsweep.measure.session import SessionStep
 from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
-from ..conftest import count_system_step, running_instance
+from ..conftest import count_system_reads, count_system_step, running_instance
 
 pytestmark = [
     pytest.mark.server,
@@ -135,22 +143,43 @@ def test_the_accounts_without_install_dbs_extra_file(tmp: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 def test_instructions_of_a_threaded_server(tmp: Path) -> None:
-    """One process serves the client with a thread: the count is taken per thread (callgrind), the connections'
-    threads are the foreground and repeat closely, under valgrind with InnoDB's I/O in threads
-    (`Server.wrapped_settings`) and purge held by a read view."""
+    """One process serves the client with a thread: a write's count, on a server of its own, is taken per thread
+    (callgrind), the connections' threads the foreground, under valgrind with InnoDB's I/O in threads
+    (`Server.wrapped_settings`) and purge held by a read view. The reads share one server (a session): callgrind
+    counts inside the connection handler only, and a marker statement has it dump what it counted before and after
+    each run; the figure is the one a server per run gives its foreground."""
     suite = Sysbench(SysbenchSettings(rows=10_000))
-    counts: dict[str, InstructionCount] = {}
-    for step, amount in (("point-query_range=100", 300), ("update-index_range=100", 200)):
-        counts[step] = count_system_step("mariadb", SMALL, tmp / "instr", suite, step, 2, amount)
-    for step, count in counts.items():
-        assert count.tool == "callgrind" and "--separate-threads=yes" in count.valgrind_command, step
+    steps: list[tuple[str, int | None] | SessionStep] = [("point-query_range=100", 300), ("scan_range=100", 6)]
+    reads = count_system_reads("mariadb", SMALL, tmp / "instr", suite, steps)
+    point, scan = reads["point-query_range=100"], reads["scan_range=100"]
+    assert isinstance(point, InstructionCount) and isinstance(scan, InstructionCount), reads
+    for count in (point, scan):
+        assert count.method == SESSION and count.tool == "callgrind"
+        assert "--dump-before=Item_func_sleep::val_int*" in count.valgrind_command
+        assert "--toggle-collect=do_handle_one_connection(*" in count.valgrind_command
+        assert set(count.by_role) == {FOREGROUND} and count.per_event == count.foreground_per_event
+        # After a warm-up run of the short amount, the runs repeat to parts in ten thousand.
+        assert count.spread < 3e-4, (count.step, count.pairs)
+        assert count.functions and all(Path(p.short.output_dir).is_dir() for p in count.pairs)
+    assert 10_000 < point.per_query < 500_000
+    assert scan.per_event > 10 * point.per_event  # every row of the table against ten
+    restarted = {
+        step: count_system_step("mariadb", SMALL, tmp / "instr", suite, step, 2, amount)
+        for step, amount in (("point-query_range=100", 300), ("update-index_range=100", 200))
+    }
+    for step, count in restarted.items():
+        assert count.method == RESTART and count.tool == "callgrind"
+        assert "--separate-threads=yes" in count.valgrind_command, step
         assert FOREGROUND in count.by_role and set(count.by_role) <= {FOREGROUND, MAIN_THREAD, BACKGROUND_THREADS}
         # Deterministic work: the connection's thread repeats to well under a per cent between pairs.
         assert count.foreground_spread is not None and count.foreground_spread < 0.005, (step, count.pairs)
         assert "innodb_use_native_aio = OFF" in count.held and "innodb_fast_shutdown = 0" in count.held
         assert any("read view" in h for h in count.held)
-    point = counts["point-query_range=100"]
-    assert 10_000 < point.per_query < 500_000
-    assert point.foreground_share is not None and point.foreground_share > 0.95  # a read leaves no background work
+    # The session saves the restarts, not the work: the same events count as the foreground of a server per run
+    # (42,700 against 42,706 per event here), within the verdicts' floor.
+    fresh = restarted["point-query_range=100"]
+    assert fresh.foreground_per_event is not None and point.held == fresh.held
+    assert abs(point.per_event / fresh.foreground_per_event - 1) < 0.002, (point.per_event, fresh.by_role)
+    assert fresh.foreground_share is not None and fresh.foreground_share > 0.95  # a read leaves no background work
     # A write leaves purge work, done by background threads at the shutdown.
-    assert counts["update-index_range=100"].by_role.get(BACKGROUND_THREADS, 0) > 0
+    assert restarted["update-index_range=100"].by_role.get(BACKGROUND_THREADS, 0) > 0

@@ -3,11 +3,14 @@ before anything starts, and reading valgrind's output files. Under valgrind: e2e
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dbsweep import loadclient
 from dbsweep.engines.postgres import Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, StepError
@@ -254,13 +257,13 @@ def test_a_session_counts_a_quarter_of_the_probe_and_at_least_two_events() -> No
         session.events_to_count("scan_range=100", 0)
 
 
-def test_only_reads_on_a_server_with_a_process_per_connection_share_one() -> None:
+def test_only_reads_on_a_server_that_counts_each_connection_apart_share_one() -> None:
     from dbsweep.engines.registry import engine_named
     from dbsweep.measure import session
     from dbsweep.suites.sysbench import Sysbench, SysbenchSettings
 
     suite = Sysbench(SysbenchSettings(rows=1000))
-    postgres, mariadb, sqlite = (engine_named(n) for n in ("postgres", "mariadb", "sqlite"))
+    postgres, mariadb, mysql, sqlite = (engine_named(n) for n in ("postgres", "mariadb", "mysql", "sqlite"))
 
     def shares(engine: Any, step: str) -> bool:
         return session.can_share(engine, engine.instance_type, suite.instruction_plan(step, 1))
@@ -269,8 +272,52 @@ def test_only_reads_on_a_server_with_a_process_per_connection_share_one() -> Non
     assert not shares(postgres, "update-index_range=100")  # a write: each run from the pristine copy
     assert not shares(postgres, "write-only_range=10000") and not shares(postgres, "insert_range=100")
     assert not shares(postgres, "load")  # from an empty database
-    assert not shares(mariadb, "point-query_range=100")  # one process: its threads' files come at its stop
+    # One process, its client's threads named: a run is a dump of its threads' counters.
+    assert shares(mariadb, "point-query_range=100") and shares(mysql, "scan_range=100")
+    assert not shares(mariadb, "update-index_range=100") and not shares(mysql, "load")
     assert not shares(sqlite, "point-query_range=100")  # embedded: no server to share
+    # How each step is counted, which a stored count must match to be kept.
+    assert session.method(mysql, mysql.instance_type, suite.instruction_plan("point-query_range=100", 1)) == "session"
+    assert session.method(mysql, mysql.instance_type, suite.instruction_plan("insert_range=100", 1)) == "restart"
+
+
+def test_a_threaded_server_counted_in_a_session_dumps_as_its_marker_runs(tmp_path: Path) -> None:
+    """callgrind counts inside the connection handler only and writes what it counted as a thread enters the
+    engine's marker function (no gdbserver); a dump's file is told from the process's own."""
+    from types import SimpleNamespace
+
+    from dbsweep.engines.mariadb import Server
+    from dbsweep.measure import session
+
+    assert Server.dump_marker == ("DO SLEEP(0)", "Item_func_sleep::val_int*")
+    instance: Any = SimpleNamespace(dump_marker=Server.dump_marker, client_thread_functions=("handle_connection",))
+    wrapper = session._Session(instance, "callgrind", tmp_path, loadclient.run, frozenset({0}), threads=True).wrapper()
+    assert "--vgdb=no" in wrapper and "--separate-threads=yes" not in wrapper  # one file: every thread's counts
+    assert wrapper[-5:-1] == [
+        "--dump-before=Item_func_sleep::val_int*",
+        "--collect-atstart=no",
+        "--toggle-collect=handle_connection",  # a C function's name
+        "--toggle-collect=handle_connection(*",  # a C++ one's, with its parameters
+    ]
+    with pytest.raises(DbsweepError, match="only callgrind dumps"):
+        instructions.valgrind_wrapper("cachegrind", tmp_path, dump_before="f*")
+    dump = session._DUMP_FILE
+    assert (m := dump.fullmatch("callgrind.4321.7")) is not None and m.groups() == ("4321", "7")
+    assert dump.fullmatch("callgrind.4321") is None and dump.fullmatch("callgrind.4321-03") is None
+
+
+def test_a_count_taken_otherwise_than_its_step_is_counted_now_is_stale() -> None:
+    have = {
+        ("a", "point"): {"held": [], "method_version": instructions.METHOD, "method": "restart"},
+        ("a", "insert"): {"held": [], "method_version": instructions.METHOD, "method": "restart"},
+        ("b", "point"): {"held": [], "method_version": instructions.METHOD, "method": "session"},
+        ("b", "gone"): {"held": [], "method_version": instructions.METHOD, "method": "restart"},
+    }
+    now = {"point": "session", "insert": "restart"}
+    stale, changed = instructions.stale_counts(have, [], now.get)
+    assert stale == {("a", "point")}  # a step the suite no longer has (None) is left as it is
+    assert changed == ["some steps counted as restart runs, now as session runs"]
+    assert instructions.stale_counts(have, [])[0] == set()
 
 
 def test_only_a_server_is_counted_in_lockstep() -> None:
@@ -283,3 +330,46 @@ def test_only_a_server_is_counted_in_lockstep() -> None:
     for name in ("sqlite", "rocksdb"):
         got = instructions.lockstep_for(engine_named(name), cpu)
         assert got == cpu and not isinstance(got, placement.Lockstep)
+
+
+def test_a_server_is_quiet_when_no_thread_of_it_runs() -> None:
+    """The session's dumps wait for this: a thread that is running or runnable (state R) is not quiet, one asleep
+    is, and a process that is gone has nothing left to count."""
+    from dbsweep.measure import session
+
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    asleep = subprocess.Popen(["sleep", "60"])
+    try:
+        assert session._running(busy.pid)  # runnable whether or not it has a CPU now
+        deadline = time.monotonic() + 10
+        while session._running(asleep.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it has reached its sleep
+        assert not session._running(asleep.pid)
+    finally:
+        for p in (busy, asleep):
+            p.kill()
+            p.wait()
+    assert not session._running(busy.pid)
+
+
+def test_a_marker_that_dumps_nothing_fails_the_run(tmp_path: Path) -> None:
+    """A marker statement the server ran without entering the marker's function (another build names it otherwise):
+    the run fails, naming the statement, the function and valgrind's messages, rather than count nothing."""
+    from types import SimpleNamespace
+
+    from dbsweep.measure import session
+
+    asleep = subprocess.Popen(["sleep", "60"])
+    try:
+        marker = ("DO SLEEP(0)", "Item_func_sleep::val_int*")
+        instance: Any = SimpleNamespace(pid=asleep.pid, user=None, dump_marker=marker, log=tmp_path / "server.log")
+        s = session._Session(instance, "callgrind", tmp_path, lambda *a, **k: None, frozenset({0}), threads=True)
+        s.out.mkdir(parents=True)
+        ran: list[int] = []
+        s.mark = lambda: ran.append(1)
+        with pytest.raises(StepError, match=r"as the server ran DO SLEEP\(0\): its function Item_func_sleep::val_int"):
+            s._dump()
+        assert ran == [1]
+    finally:
+        asleep.kill()
+        asleep.wait()

@@ -214,7 +214,7 @@ def test_instruction_pass_is_estimated_per_target_and_counted_step(tmp: Path) ->
     on = preflight.check(_study(tmp / "b", steps=steps, end=end)).estimate
     assert off.parts["instructions"] == 0
     # Two targets x four distinct counts: the load and update-index, each run on a server of its own, and
-    # random-points and point-query (point-query.pre and point-query share a count), in one session: no starts.
+    # random-points and point-query (point-query.pre and point-query share a count), in one session: one start.
     per_step = preflight.VALGRIND_STARTS * preflight.VALGRIND_START_S
     assert on.parts["instructions"] > 2 * 2 * per_step
     assert on.parts["instructions"] < 2 * 3 * per_step + 2 * 60

@@ -192,6 +192,15 @@ class Instance(ABC):
     # What `held_still` holds, as the count records it beside the quiet config's settings.
     held_during_count: ClassVar[tuple[str, ...]] = ()
 
+    # For a threaded server: a statement, and a function of the server only that statement runs (`*` a
+    # wildcard). A session's count has callgrind dump every thread's counts as a connection of its own enters
+    # it (`--dump-before`): the statement marks where a run starts and ends. None: its reads restart the server.
+    dump_marker: ClassVar[tuple[str, str] | None] = None
+
+    def marker(self) -> contextlib.AbstractContextManager[Callable[[], None]]:
+        """A connection of the server's own kept open, yielding what runs `dump_marker`'s statement on it."""
+        raise EngineError(f"{type(self).__name__} has no statement that marks a count's runs")
+
     def held_still(self) -> contextlib.AbstractContextManager[None]:
         """Holds, for a counted run, background work whose share of the foreground's would follow timing rather
         than the statements (nothing unless the engine says)."""

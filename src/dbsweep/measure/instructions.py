@@ -24,8 +24,8 @@ a step less repeatable: the spread over the pairs says by how much.
 
 Every run's server and client share one CPU in lockstep (`placement.Lockstep`: a fixed real-time priority,
 so that neither preempts the other and every statement waits for the next once, whatever else the machine
-runs). The reads of a server with a process per connection are counted in one session instead
-(`measure.session`): the same pairs, on one server.
+runs). The reads of a server are counted in one session instead (`measure.session`): the same pairs, on one
+server (a threaded server's runs are what callgrind counted in its clients' threads between two dumps).
 """
 
 from __future__ import annotations
@@ -253,13 +253,25 @@ def unrunnable_reason(flag: str) -> str:
     )
 
 
-def valgrind_wrapper(tool: Tool, out_dir: Path, *, threads: bool = False) -> list[str]:
+def valgrind_wrapper(
+    tool: Tool,
+    out_dir: Path,
+    *,
+    threads: bool = False,
+    dump_before: str | None = None,
+    collect_in: Collection[str] = (),
+) -> list[str]:
     """The command the server runs under: one output file per process (%p), written at its exit; with
-    `threads` (callgrind only), one per thread of each process (`<file>.<pid>-<thread>`)."""
+    `threads` (callgrind only), one per thread of each process (`<file>.<pid>-<thread>`). Callgrind only: with
+    `dump_before` (a function, `*` a wildcard), also a file of the counts since the last such dump as a thread
+    enters that function (`<file>.<pid>.<part>`); with `collect_in`, only what threads do inside those functions
+    is counted."""
     if tool not in TOOLS:
         raise DbsweepError(f"unknown valgrind tool {tool!r}; have: {', '.join(TOOLS)}")
     if threads and tool != "callgrind":
         raise DbsweepError("only callgrind counts per thread")
+    if (dump_before is not None or collect_in) and tool != "callgrind":
+        raise DbsweepError("only callgrind dumps its counts while the server runs, or counts inside functions")
     # --fair-sched: valgrind runs one thread at a time, and by default a thread that wakes from a sleep may wait
     # seconds for a busy one to let go; the load client's timer thread (an embedded engine runs in the client)
     # then ends a 1 s run after 6 s. The count per operation does not change, the runs' lengths do.
@@ -267,12 +279,16 @@ def valgrind_wrapper(tool: Tool, out_dir: Path, *, threads: bool = False) -> lis
     # "???" for a server user without a login environment) and aborts the process when it cannot create it. Such
     # files outlive a killed valgrind, and a backend that later got a pid of a root-owned one died at its start
     # ("cannot create shared_mem file ... Permission denied"): its client's connection was reset. Nothing here
-    # attaches a debugger.
+    # attaches a debugger. (Asking callgrind for a dump through it, `vgdb`, hung here on MariaDB: its ptrace
+    # invoker could not get a thread out of poll(), and an idle server never polled for the request.)
     common = ["valgrind", f"--tool={tool}", "--trace-children=yes", "--fair-sched=yes", "--vgdb=no"]
     if tool == "cachegrind":
         return [*common, "--cache-sim=no", "--branch-sim=no", f"--cachegrind-out-file={out_dir}/cg.%p"]
     split = ["--separate-threads=yes"] if threads else []
-    return [*common, *split, f"--callgrind-out-file={out_dir}/callgrind.%p"]
+    # A dump of one process's file holds every thread's counts; with threads apart, only the dumping thread's.
+    dumps = [f"--dump-before={dump_before}"] if dump_before is not None else []
+    inside = ["--collect-atstart=no", *(f"--toggle-collect={f}" for f in collect_in)] if collect_in else []
+    return [*common, *split, *dumps, *inside, f"--callgrind-out-file={out_dir}/callgrind.%p"]
 
 
 # ---- valgrind's output files ------------------------------------------------------------------------
@@ -726,11 +742,14 @@ def held_by(instance_type: type[Instance]) -> list[str]:
 
 
 def stale_counts(
-    have: dict[tuple[str, str], dict[str, Any]], held: list[str]
+    have: dict[tuple[str, str], dict[str, Any]],
+    held: list[str],
+    method_of: Callable[[str], str | None] | None = None,
 ) -> tuple[set[tuple[str, str]], list[str]]:
     """The stored counts taken while the engine's count held other settings still than `held` (a setting added
-    once timing was found to move a count), or by an older METHOD: their figures are not comparable with a new
-    count's. Also what differs, for the message."""
+    once timing was found to move a count), by an older METHOD, or otherwise than `method_of(step)` takes the
+    step now (RESTART or SESSION): their figures are not comparable with a new count's. Also what differs, for
+    the message."""
     stale: set[tuple[str, str]] = set()
     changed: set[str] = set()
     for key, v in have.items():
@@ -739,6 +758,10 @@ def stale_counts(
         if v.get("method_version", 1) != METHOD:
             stale.add(key)
             changed.add(f"the counting method (version {v.get('method_version', 1)}, now {METHOD})")
+        now = method_of(key[1]) if method_of is not None else None
+        if now is not None and v.get("method", RESTART) != now:
+            stale.add(key)
+            changed.add(f"some steps counted as {v.get('method', RESTART)} runs, now as {now} runs")
         if v["held"] != held:
             stale.add(key)
             changed |= set(held).symmetric_difference(v["held"])

@@ -18,11 +18,25 @@ processes serve no read; their files, written when the session ends, are not par
 A forked process's file also holds what its parent executed before the fork: the postmaster's count grows by a
 few ten thousand instructions between two connections, a bias of a few instructions per event at the smallest
 amounts (about 5e-5 of a point query), the same for every target.
+
+A threaded server (MySQL's, MariaDB's) writes its file only as it stops. There callgrind counts only what
+threads do inside the engine's connection handler (`Instance.client_thread_functions`, `--toggle-collect`: the
+threads that serve clients, the foreground of a restarted run's split), and writes what it counted so far as a
+thread enters a function only the engine's marker statement runs (`Instance.dump_marker`: `DO SLEEP(0)`,
+`--dump-before=Item_func_sleep::val_int*`), sent on a connection the session keeps open. A run is what was
+counted between the marker before it and the marker after it, each sent once the server's threads are all
+asleep (the previous connection's close finished). The marker's own statement is the same in every run, and
+cancels in the pair's difference. As with Postgres, the background threads serve no read and are not counted.
+A start under valgrind is minutes for MySQL (3.5 G instructions: the data dictionary, an 8 GB buffer pool):
+once per target instead of five times per step. (Callgrind's dump at a function writes only the dumping
+thread's file when threads are counted apart, so the clients' threads cannot be told apart from the rest by
+their files here; collecting inside the handler does it.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -42,12 +56,28 @@ class SessionStep:
 
 
 def can_share(engine: Engine, instance_type: type[Instance], plan: ins.CountPlan) -> bool:
-    """Whether a step's runs can share a server: a read, on a server with a process per connection."""
-    return engine.kind == "server" and not instance_type.threaded and plan.keeps_state and not plan.from_empty
+    """Whether a step's runs can share a server: a read, on a server with a process per connection, or a threaded
+    one whose clients' threads are counted apart and which has a statement to mark a run's ends with."""
+    apart = not instance_type.threaded or (
+        bool(instance_type.client_thread_functions) and instance_type.dump_marker is not None
+    )
+    return engine.kind == "server" and apart and plan.keeps_state and not plan.from_empty
+
+
+def method(engine: Engine, instance_type: type[Instance], plan: ins.CountPlan) -> str:
+    """How a step is counted: in a session, or a server of its own for every run."""
+    return ins.SESSION if can_share(engine, instance_type, plan) else ins.RESTART
 
 
 # A step's outcome, handed back as soon as it is counted: (step, its count, or why it has none).
 Counted = Callable[[str, "ins.InstructionCount | None", "str | None"], None]
+
+
+# A dump of a threaded server's counts: <file>.<pid>.<part>.
+_DUMP_FILE = re.compile(r"callgrind\.(\d+)\.(\d+)")
+_QUIET_POLLS = 3  # the server's threads asleep at this many polls in a row: nothing of a run is still going on
+_POLL_S = 0.05
+_SETTLE_S = 30.0  # at most, for the threads to fall asleep; a background thread busier than that is counted
 
 
 class _Session:
@@ -60,6 +90,8 @@ class _Session:
         home: Path,
         client: loadclient.Client,
         cpus: frozenset[int],
+        *,
+        threads: bool = False,
     ) -> None:
         self.instance = instance
         self.tool = tool
@@ -70,6 +102,18 @@ class _Session:
         self.logs = home / "instructions-logs"
         self.runs = 0
         self.summary: dict[str, object] = {}
+        # A threaded server: runs are dumps of its clients' threads' counts, each marked by the engine's statement
+        # on a connection of the session's (`mark`, open from the server's warm-up to its stop).
+        self.threads = threads
+        self.mark: Callable[[], None] | None = None
+
+    def wrapper(self) -> list[str]:
+        if not self.threads:
+            return ins.valgrind_wrapper(self.tool, self.out)
+        assert self.instance.dump_marker is not None
+        # A C++ function's name as callgrind knows it carries its parameters: `handle_connection(void*)`.
+        handlers = [p for f in self.instance.client_thread_functions for p in (f, f"{f}(*")]
+        return ins.valgrind_wrapper(self.tool, self.out, dump_before=self.instance.dump_marker[1], collect_in=handlers)
 
     @property
     def in_lockstep(self) -> bool:
@@ -79,10 +123,11 @@ class _Session:
         pid = self.instance.pid
         return pid is not None and ins._alive(pid)
 
-    def start(self, tables: list[str]) -> None:
+    def start(self, tables: list[str], stack: contextlib.ExitStack) -> None:
+        """Starts the server and warms it; a threaded server's marking connection is closed by `stack`."""
         ins._writable_dir(self.out, self.instance.user)
         ins.restore_pristine(self.instance, self.home)
-        self.instance.wrapper = ins.valgrind_wrapper(self.tool, self.out)
+        self.instance.wrapper = self.wrapper()
         self.instance.start()
         self.cpus = ins.hold(self.instance, self.cpus)
         base = self.instance.workers()
@@ -90,9 +135,46 @@ class _Session:
             self.instance.prewarm(tables)
         except EngineError as e:
             raise StepError(f"warming the cache failed: {e}") from e
+        if self.threads:
+            try:
+                self.mark = stack.enter_context(self.instance.marker())
+            except EngineError as e:
+                raise StepError(f"the connection that marks a count's runs failed: {e}") from e
+            # The start and the warm-up, up to now: not any run's.
+            self._set_aside(set(self._dump()), self.out / "setup")
+            return
         # The warm-up's connection writes its file as it exits: not any run's.
         ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
         self._set_aside(set(ins._files(self.out)), self.out / "setup")
+
+    def _settle(self, pid: int) -> None:
+        """Waits until no thread of the server runs, a few polls in a row (at most _SETTLE_S): valgrind runs one
+        thread at a time, and every other waits asleep for its turn."""
+        quiet = 0
+        deadline = time.monotonic() + _SETTLE_S
+        while quiet < _QUIET_POLLS and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+            quiet = 0 if _running(pid) else quiet + 1
+
+    def _dump(self) -> dict[Path, int]:
+        """Once the server is quiet, its counts since the last dump, marked: each new file -> its pid."""
+        pid = self.instance.pid
+        assert pid is not None and self.mark is not None
+        self._settle(pid)
+        before = set(self.out.iterdir())
+        try:
+            self.mark()  # callgrind writes the files before the statement returns
+        except EngineError as e:
+            raise StepError(f"the statement that marks a count's runs failed: {e}") from e
+        found = {f: m for f in set(self.out.iterdir()) - before if (m := _DUMP_FILE.fullmatch(f.name))}
+        if not found:
+            assert self.instance.dump_marker is not None
+            raise StepError(
+                f"callgrind wrote no file into {self.out} as the server ran {self.instance.dump_marker[0]}: its "
+                f"function {self.instance.dump_marker[1]} was not entered (valgrind's messages are in "
+                f"{self.instance.log})."
+            )
+        return {f: int(m.group(1)) for f, m in found.items()}
 
     def _set_aside(self, files: set[Path], where: Path) -> None:
         ins._writable_dir(where, None)
@@ -106,6 +188,8 @@ class _Session:
         t0 = time.monotonic()
         if not self.alive():
             raise StepError(f"the session's server is no longer running; its log is in {self.instance.log}")
+        if self.threads:
+            return self._threaded_run(plan, amount, t0)
         before = set(ins._files(self.out))
         base = self.instance.workers()
         command, s = ins.run_client(
@@ -139,6 +223,56 @@ class _Session:
             wall_s=time.monotonic() - t0,
         )
 
+    def _threaded_run(self, plan: ins.CountPlan, amount: int, t0: float) -> ins.Run:
+        """A run on a threaded server: a marked dump (what came before, thrown away), the client's run, then a
+        marked dump (the run's); what the engine holds still during a count (a read view that holds purge) held
+        as on a server of its own."""
+        with self.instance.held_still():
+            for f in self._dump():  # since the last run: not any run's
+                f.unlink()
+            _, s = ins.run_client(
+                self.client,
+                plan,
+                amount,
+                self.instance,
+                self.logs / f"session-run{self.runs}-{amount}.log",
+                self.cpus,
+            )
+            dumped = self._dump()
+        counts = ins._complete(dumped, f"session run {self.runs}")
+        run_dir = self.home / "valgrind" / f"run{self.runs}"
+        ins._writable_dir(run_dir, None)
+        for f, pid in dumped.items():
+            f.rename(run_dir / f"callgrind.{pid}")  # named as a process's file is, for what reads it (function_rows)
+        total = sum(counts.values())
+        self.summary = dict(s)
+        events = int(s["events"]) + int(s.get("warmup_events", 0))
+        return ins.Run(
+            amount=amount,
+            events=events,
+            queries=events * int(s.get("statements_per_event") or 1),
+            instructions=total,
+            by_role={ins.FOREGROUND: total},
+            output_dir=str(run_dir),
+            wall_s=time.monotonic() - t0,
+        )
+
+
+def _running(pid: int) -> bool:
+    """Whether a thread of the process is running (or about to: state R); False once it is gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # a thread that ended
+        if stat.rpartition(")")[2].split()[:1] == ["R"]:
+            return True
+    return False
+
 
 def count_reads(
     engine: Engine,
@@ -169,13 +303,17 @@ def count_reads(
     home = home.resolve()
     shutil.rmtree(home / "valgrind", ignore_errors=True)
     instance = ins.quiet_instance(engine, install, config_text, home)
+    threads = instance.threaded
+    if threads:
+        tool = "callgrind"  # only callgrind dumps its counts while the server runs, and per thread
     left = list(steps)
+    stack = contextlib.ExitStack()
     try:
         t0 = time.monotonic()
         reused = ins.pristine(instance, install, load, home, say, client)
-        session = _Session(instance, tool, home, client, ins.lockstep_for(engine, cpus))
+        session = _Session(instance, tool, home, client, ins.lockstep_for(engine, cpus), threads=threads)
         say(f"{len(steps)} reads on one server: starting it under valgrind and warming it")
-        session.start(tables)
+        session.start(tables, stack)
         setup_s = time.monotonic() - t0
         while left:
             item = left.pop(0)
@@ -195,7 +333,7 @@ def count_reads(
                 statements_per_event=int(str(session.summary.get("statements_per_event") or 1)),
                 tool=tool,
                 valgrind_version=version,
-                valgrind_command=ins.valgrind_wrapper(tool, session.out),
+                valgrind_command=session.wrapper(),
                 server_version=install.version,
                 output_dir=str(home / "valgrind"),
                 wall_s=time.monotonic() - t_step + setup_s / len(steps),  # the server's start shared out
@@ -212,6 +350,8 @@ def count_reads(
             counted(item.step, None, f"the session's server stopped before this step: {e}")
     finally:
         instance.wrapper = None
+        with contextlib.suppress(EngineError):
+            stack.close()  # the marking connection, before its server
         with contextlib.suppress(EngineError):
             instance.stop()
 
@@ -247,8 +387,13 @@ def _pairs(
     # Every target, probed or not, runs the step once before its pairs: the catalog pages its statements read
     # are then in shared buffers for all four runs. Without it a target that took the base's amount read them
     # in its first short run, and counted 0.15 % less per point query than the base (page checksums, opens).
-    say(f"{step}: a warm-up run of {MIN_EVENTS} {plan.unit}")
-    session.run(step, plan, MIN_EVENTS)
+    # A threaded server's warm-up is a whole long run. After 6 point queries MariaDB's first short run still
+    # counted 0.28 % more than the next (37,096 instructions of 13.2 M); after a short one, MySQL's first long run
+    # counted 0.65 % more than the second (432 k of 66.8 M, in memset and malloc: the run's memory, more than
+    # any run before it had, taken afresh).
+    warmup = ins.LONG_RUN * amount if session.threads else MIN_EVENTS
+    say(f"{step}: a warm-up run of {warmup:,} {plan.unit}")
+    session.run(step, plan, warmup)
     pairs: list[ins.Pair] = []
     for i in range(repeats):
         say(f"{step}: pair {i + 1} of {repeats} ({amount:,} and {ins.LONG_RUN * amount:,} {plan.unit})")
