@@ -50,6 +50,8 @@ STEP_OVERHEAD_S = 1.0
 VALGRIND_STARTS = 3
 VALGRIND_START_S = Costs().valgrind_starts_s / VALGRIND_STARTS
 INSTRUCTION_PAIRS = 2
+# A threaded server's warm-up in a session: a long run (3x a short one, which is a quarter of the probe).
+LONG_RUN_SHARE = 3 / 4
 # A build from source with every core of the VM, LTO's link a minute more; a PGO build compiles twice
 # (instrumented, then with the profile) and trains in between.
 BUILD_S = Costs().build_s
@@ -556,6 +558,8 @@ def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:
         if session.can_share(engine, engine.instance_type, study.bench.instruction_plan(step, m.instruction_seconds))
     }
     per_read = 1 + m.instruction_pairs * m.instruction_seconds + warmup + STEP_OVERHEAD_S
+    if engine.instance_type.threaded:  # its warm-up is a long run, three quarters of the probe
+        per_read += LONG_RUN_SHARE * m.instruction_seconds
     # The session's one start under valgrind, and its stop (minutes for MySQL).
     session_start = costs.valgrind_starts_s / VALGRIND_STARTS if reads else 0.0
     # Counts taken at once share the steps; each of them loads its own pristine copy.

@@ -478,10 +478,9 @@ class Runner:
     def _method(self, step: str) -> str | None:
         """How a step is counted now: in a session, or on a server of its own for every run (None for a step the
         suite no longer has)."""
-        try:
-            plan = self.suite.instruction_plan(step, self.study.measure.instruction_seconds)
-        except DbsweepError:
+        if step not in self.suite.instruction_steps():
             return None
+        plan = self.suite.instruction_plan(step, self.study.measure.instruction_seconds)
         return session.method(self.engine, self.engine.instance_type, plan)
 
     def _count_session(

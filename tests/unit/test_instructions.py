@@ -373,3 +373,25 @@ def test_a_marker_that_dumps_nothing_fails_the_run(tmp_path: Path) -> None:
     finally:
         asleep.kill()
         asleep.wait()
+
+
+def test_a_server_that_stays_busy_after_a_run_fails_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread still running when the next marker is due (a statement of the run not finished): its work would be
+    counted in the next run, so the step fails instead of waiting without end or marking anyway."""
+    from types import SimpleNamespace
+
+    from dbsweep.measure import session
+
+    monkeypatch.setattr(session, "_SETTLE_S", 0.3)
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        instance: Any = SimpleNamespace(pid=busy.pid, log=tmp_path / "server.log")
+        s = session._Session(instance, "callgrind", tmp_path, loadclient.run, frozenset({0}), threads=True)
+        ran: list[int] = []
+        s.mark = lambda: ran.append(1)
+        with pytest.raises(StepError, match=r"still had a thread running 0 s after the run"):
+            s._dump()
+        assert ran == []  # no marker sent
+    finally:
+        busy.kill()
+        busy.wait()

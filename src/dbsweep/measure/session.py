@@ -77,7 +77,7 @@ Counted = Callable[[str, "ins.InstructionCount | None", "str | None"], None]
 _DUMP_FILE = re.compile(r"callgrind\.(\d+)\.(\d+)")
 _QUIET_POLLS = 3  # the server's threads asleep at this many polls in a row: nothing of a run is still going on
 _POLL_S = 0.05
-_SETTLE_S = 30.0  # at most, for the threads to fall asleep; a background thread busier than that is counted
+_SETTLE_S = 30.0  # at most, for the threads to fall asleep after a run; longer fails the step
 
 
 class _Session:
@@ -148,11 +148,18 @@ class _Session:
         self._set_aside(set(ins._files(self.out)), self.out / "setup")
 
     def _settle(self, pid: int) -> None:
-        """Waits until no thread of the server runs, a few polls in a row (at most _SETTLE_S): valgrind runs one
-        thread at a time, and every other waits asleep for its turn."""
+        """Waits until no thread of the server runs, a few polls in a row: valgrind runs one thread at a time, and
+        every other waits asleep for its turn. A server still busy after _SETTLE_S fails the step: a statement of
+        the run may still be going on, and its work would be counted in the next run."""
         quiet = 0
         deadline = time.monotonic() + _SETTLE_S
-        while quiet < _QUIET_POLLS and time.monotonic() < deadline:
+        while quiet < _QUIET_POLLS:
+            if time.monotonic() > deadline:
+                raise StepError(
+                    f"the server still had a thread running {_SETTLE_S:.0f} s after the run: what it did could not "
+                    "be told from the next run's work (its log is in "
+                    f"{self.instance.log})."
+                )
             time.sleep(_POLL_S)
             quiet = 0 if _running(pid) else quiet + 1
 
@@ -227,18 +234,21 @@ class _Session:
         """A run on a threaded server: a marked dump (what came before, thrown away), the client's run, then a
         marked dump (the run's); what the engine holds still during a count (a read view that holds purge) held
         as on a server of its own."""
-        with self.instance.held_still():
-            for f in self._dump():  # since the last run: not any run's
-                f.unlink()
-            _, s = ins.run_client(
-                self.client,
-                plan,
-                amount,
-                self.instance,
-                self.logs / f"session-run{self.runs}-{amount}.log",
-                self.cpus,
-            )
-            dumped = self._dump()
+        try:
+            with self.instance.held_still():
+                for f in self._dump():  # since the last run: not any run's
+                    f.unlink()
+                _, s = ins.run_client(
+                    self.client,
+                    plan,
+                    amount,
+                    self.instance,
+                    self.logs / f"session-run{self.runs}-{amount}.log",
+                    self.cpus,
+                )
+                dumped = self._dump()
+        except EngineError as e:
+            raise StepError(f"the read view held through the run failed: {e}") from e
         counts = ins._complete(dumped, f"session run {self.runs}")
         run_dir = self.home / "valgrind" / f"run{self.runs}"
         ins._writable_dir(run_dir, None)
@@ -259,7 +269,8 @@ class _Session:
 
 
 def _running(pid: int) -> bool:
-    """Whether a thread of the process is running (or about to: state R); False once it is gone."""
+    """Whether a thread of the process is running or about to (state R), or waits on a device (D); False once the
+    process is gone."""
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
@@ -269,7 +280,7 @@ def _running(pid: int) -> bool:
             stat = (task / "stat").read_text()
         except OSError:
             continue  # a thread that ended
-        if stat.rpartition(")")[2].split()[:1] == ["R"]:
+        if stat.rpartition(")")[2].split()[:1] in (["R"], ["D"]):
             return True
     return False
 
@@ -350,10 +361,12 @@ def count_reads(
             counted(item.step, None, f"the session's server stopped before this step: {e}")
     finally:
         instance.wrapper = None
-        with contextlib.suppress(EngineError):
-            stack.close()  # the marking connection, before its server
-        with contextlib.suppress(EngineError):
-            instance.stop()
+        try:
+            with contextlib.suppress(EngineError):
+                stack.close()  # the marking connection, before its server
+        finally:
+            with contextlib.suppress(EngineError):
+                instance.stop()
 
 
 # A session's short run does a quarter of what its timed probe did, and at least 6 events: its counts repeat to

@@ -694,7 +694,8 @@ ssl = OFF
     @contextlib.contextmanager
     def marker(self) -> Iterator[Callable[[], None]]:
         try:
-            conn = self.connect()
+            # A dump under valgrind takes seconds; a server that stalls in one fails the step, not the pass.
+            conn = self.connect(read_timeout=_MARK_TIMEOUT_S)
         except pymysql.err.MySQLError as e:
             raise EngineError(_one_line(e)) from None
         assert self.dump_marker is not None
@@ -714,12 +715,17 @@ ssl = OFF
 
     @contextlib.contextmanager
     def held_still(self) -> Iterator[None]:
-        conn = self.connect()
         try:
+            conn = self.connect()
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        except pymysql.err.MySQLError as e:
+            raise EngineError(_one_line(e)) from None
+        try:
             yield
             conn.rollback()
+        except pymysql.err.MySQLError as e:
+            raise EngineError(_one_line(e)) from None
         finally:
             conn.close()
 
@@ -729,6 +735,7 @@ ssl = OFF
         return {pid} if pid is not None else set()
 
 
+_MARK_TIMEOUT_S = 600.0  # at most, for a count's marker statement (callgrind's dump) to return
 _SETTLE_S = 600.0  # at most, for the pages to be written back and the compactions to end before a count
 _DIRTY_PAGES_SETTLED = 100  # pages still dirty that count as written back (a busy system table's few)
 _HISTORY_SETTLED = 1000  # undo records not yet purged that count as caught up
