@@ -92,8 +92,13 @@ def test_terminal_report_has_verdicts_summaries_and_targets(run: Path, outputs: 
     assert f"{ratio:.2f}" in line
     # The report opens with the answer: b against a by each figure.
     assert rep.startswith("The answer, run 1: each target against the base (a)")
-    tally = r"^b against a: instructions not counted; QPS .* of 4; cpu/o (.* of 4|not measured)"
-    assert re.search(tally, rep, re.M), rep[:600]
+    tally = r"^b against a: instructions not counted; QPS .* of 4; cpu/o (.*)$"
+    found = re.search(tally, rep, re.M)
+    assert found, rep[:600]
+    # cpu/o: a verdict per cell where both sides' samplers stored it; a cell without is said, and the four add up.
+    cpu = re.fullmatch(r".* of (\d)(?: \((\d) without a verdict\))?|not measured", found.group(1))
+    assert cpu, found.group(1)
+    assert cpu.group(1) is None or int(cpu.group(1)) + int(cpu.group(2) or 0) == 4, found.group(1)
     # Per-operation costs: a table when the samplers stored them, a clear sentence when not.
     assert "Hardware cost per operation" in rep or "No per-operation measurements" in rep
 

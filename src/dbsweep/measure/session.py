@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dbsweep import loadclient, placement
 from dbsweep.engines.base import Engine, EngineError, Install, Instance
@@ -195,28 +196,7 @@ class _Session:
         t0 = time.monotonic()
         if not self.alive():
             raise StepError(f"the session's server is no longer running; its log is in {self.instance.log}")
-        if self.threads:
-            return self._threaded_run(plan, amount, t0)
-        before = set(ins._files(self.out))
-        base = self.instance.workers()
-        command, s = ins.run_client(
-            self.client,
-            plan,
-            amount,
-            self.instance,
-            self.logs / f"session-run{self.runs}-{amount}.log",
-            self.cpus,
-        )
-        ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
-        new = set(ins._files(self.out)) - before
-        if not new:
-            raise StepError(
-                f"no output file of a backend appeared in {self.out} during a run of {' '.join(command[:2])}; "
-                f"valgrind's messages are in {self.instance.log}."
-            )
-        counts = ins._complete(new, f"session run {self.runs}")
-        run_dir = self.home / "valgrind" / f"run{self.runs}"
-        self._set_aside(new, run_dir)
+        counts, run_dir, s = self._threaded_run(plan, amount) if self.threads else self._backends_run(plan, amount)
         self.summary = dict(s)
         events = int(s["events"]) + int(s.get("warmup_events", 0))
         total = sum(counts.values())
@@ -230,7 +210,28 @@ class _Session:
             wall_s=time.monotonic() - t0,
         )
 
-    def _threaded_run(self, plan: ins.CountPlan, amount: int, t0: float) -> ins.Run:
+    def _client(self, plan: ins.CountPlan, amount: int) -> tuple[list[str], dict[str, Any]]:
+        log = self.logs / f"session-run{self.runs}-{amount}.log"
+        return ins.run_client(self.client, plan, amount, self.instance, log, self.cpus)
+
+    def _backends_run(self, plan: ins.CountPlan, amount: int) -> tuple[dict[Path, int], Path, dict[str, Any]]:
+        """A run on a server with a process per connection: the files of the backends born during it."""
+        before = set(ins._files(self.out))
+        base = self.instance.workers()
+        command, s = self._client(plan, amount)
+        ins._wait_gone(self.instance.workers() - base, ins._WAIT_EXIT_S)
+        new = set(ins._files(self.out)) - before
+        if not new:
+            raise StepError(
+                f"no output file of a backend appeared in {self.out} during a run of {' '.join(command[:2])}; "
+                f"valgrind's messages are in {self.instance.log}."
+            )
+        counts = ins._complete(new, f"session run {self.runs}")
+        run_dir = self.home / "valgrind" / f"run{self.runs}"
+        self._set_aside(new, run_dir)
+        return counts, run_dir, s
+
+    def _threaded_run(self, plan: ins.CountPlan, amount: int) -> tuple[dict[Path, int], Path, dict[str, Any]]:
         """A run on a threaded server: a marked dump (what came before, thrown away), the client's run, then a
         marked dump (the run's); what the engine holds still during a count (a read view that holds purge) held
         as on a server of its own."""
@@ -238,34 +239,16 @@ class _Session:
             with self.instance.held_still():
                 for f in self._dump():  # since the last run: not any run's
                     f.unlink()
-                _, s = ins.run_client(
-                    self.client,
-                    plan,
-                    amount,
-                    self.instance,
-                    self.logs / f"session-run{self.runs}-{amount}.log",
-                    self.cpus,
-                )
+                _, s = self._client(plan, amount)
                 dumped = self._dump()
         except EngineError as e:
             raise StepError(f"the read view held through the run failed: {e}") from e
         counts = ins._complete(dumped, f"session run {self.runs}")
         run_dir = self.home / "valgrind" / f"run{self.runs}"
         ins._writable_dir(run_dir, None)
-        for f, pid in dumped.items():
-            f.rename(run_dir / f"callgrind.{pid}")  # named as a process's file is, for what reads it (function_rows)
-        total = sum(counts.values())
-        self.summary = dict(s)
-        events = int(s["events"]) + int(s.get("warmup_events", 0))
-        return ins.Run(
-            amount=amount,
-            events=events,
-            queries=events * int(s.get("statements_per_event") or 1),
-            instructions=total,
-            by_role={ins.FOREGROUND: total},
-            output_dir=str(run_dir),
-            wall_s=time.monotonic() - t0,
-        )
+        # Named as a process's file is, for what reads the run's files (function_rows).
+        kept = {f.rename(run_dir / f"callgrind.{pid}"): counts[f] for f, pid in dumped.items()}
+        return kept, run_dir, s
 
 
 def _running(pid: int) -> bool:
