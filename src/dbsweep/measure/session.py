@@ -299,7 +299,7 @@ def count_reads(
     instance = ins.quiet_instance(engine, install, config_text, home)
     threads = instance.threaded
     if threads:
-        tool = "callgrind"  # only callgrind dumps its counts while the server runs, and per thread
+        tool = "callgrind"  # only callgrind dumps its counts while the server runs, and counts inside functions
     left = list(steps)
     stack = contextlib.ExitStack()
     try:

@@ -209,7 +209,8 @@ def function_place(c: FunctionChange) -> str:
 
 def function_delta(c: FunctionChange) -> str:
     """A function's change of own cost per event, `+1,234`; a range, `+503…+554`, where one side's stored profile
-    did not reach it (its cost there lies between 0 and that profile's cut)."""
+    did not reach it (its cost there lies up to that profile's cut above its stored figure, a folded set's per member
+    missing)."""
     if c.unlisted is None:
         return f"{c.delta_self:+,.0f}"
     low, high = c.delta_range
