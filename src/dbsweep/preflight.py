@@ -56,7 +56,8 @@ LONG_RUN_SHARE = 3 / 4
 # (instrumented, then with the profile) and trains in between.
 BUILD_S = Costs().build_s
 LTO_BUILD_S = Costs().lto_build_s
-PGO_FACTOR = 2.0
+# A PGO build's instrumented build and training (once per profile: pgo and pgo_lto share one), in plain builds.
+PROFILE_FACTOR = 1.0
 BOLT_S = 150.0  # BOLT's part of a build: instrument, train, rewrite (Postgres 15: about 110 s beside other work)
 # Warnings.
 LONG_RUN_S = 24 * 3600.0
@@ -303,6 +304,16 @@ class _Look:
             return None
         return found.install
 
+    def profile_kept(self, spec: str, variant: recipes.Variant, copy: int) -> bool:
+        """Whether the PGO profile `variant` is built with is kept in the build cache (`cache.Profile`)."""
+        _, tree = self._trees.get(spec, (None, None))
+        if tree is None or tree.identity not in self._identities or not shutil.which(variant.compiler):
+            return False
+        try:
+            return cache.Profile.of(self.recipe, tree, variant, self.builds_root, copy).facts() is not None
+        except DbsweepError:
+            return False
+
     def _cached(self, tree: SourceTree | None, variant: recipes.Variant, copy: int) -> cache.Build | None:
         """The build of `tree` at `variant` in the cache, when the tree and the compiler are there to key it."""
         if tree is None or tree.identity not in self._identities or not shutil.which(variant.compiler):
@@ -512,8 +523,15 @@ def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = Fal
             for name in (v.name, *([recipes.bolt_base(v).name] if v.bolt else []))  # BOLT's base is built first
         }
         needed = {k: v for k, v in needed.items() if k in wanted}
+    # One instrumented build and training per profile not kept, however many PGO builds it makes.
+    profiles = {
+        (spec, recipes.profile_source(v).name, copy)
+        for (spec, _, copy), v in needed.items()
+        if v.pgo and not v.bolt and not look.profile_kept(spec, v, copy)
+    }
     parts = {
-        "builds": sum(_build_seconds(v, look.engine.costs) for v in needed.values()),
+        "builds": sum(_build_seconds(v, look.engine.costs) for v in needed.values())
+        + len(profiles) * PROFILE_FACTOR * look.engine.costs.build_s,
         "server starts": groups * look.engine.costs.start_s,
         "loads": groups * d.setup,
         "steps": groups * d.steps,
@@ -535,8 +553,7 @@ def _build_seconds(v: recipes.Variant, costs: Costs) -> float:
     if v.bolt:  # its base build is counted as a build of its own
         return BOLT_S
     lto = any("-flto" in f for f in (*v.cflags, *v.ldflags))
-    base = costs.lto_build_s if lto else costs.build_s
-    return base * (PGO_FACTOR if v.pgo else 1.0)
+    return costs.lto_build_s if lto else costs.build_s
 
 
 def _instruction_seconds(study: Study, load_s: float, costs: Costs) -> float:

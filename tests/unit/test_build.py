@@ -5,6 +5,7 @@ e2e/test_build.py."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -237,6 +238,72 @@ def test_a_recipe_of_another_kind_is_built_cached_and_profiled(tmp_path: Path) -
         f"toy-1.0-bad-{cache.cache_key(toy, tree, bad, compiler_for(bad))[:12]}.log"
     ]
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+
+
+class StrictToy(ToyRecipe):
+    """The toy whose optimised compile fails where an object has no profile (gcc's -Wmissing-profile as an
+    error), and that can be told to fail its optimised compile outright."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_optimised = False
+
+    def optimised(self, phase: Phase, profile: Path) -> Phase:
+        p = super().optimised(phase, profile)
+        cflags = tuple(f for f in p.cflags if f != "-Wno-missing-profile")
+        return replace(p, cflags=(*cflags, "-Werror=missing-profile", *(("-fno-such-flag",) * self.fail_optimised)))
+
+
+def test_pgo_and_pgo_lto_share_one_instrumented_build_and_training(tmp_path: Path) -> None:
+    """The method's pgogen / pgouse / pgouse_lto: one instrumented build without LTO and one training make the
+    profile both PGO builds use. It is kept under the root, so a failed optimised phase does not train again."""
+    toy, tree, root = StrictToy(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    pgo, pgo_lto = variants.builtin("pgo"), variants.builtin("pgo_lto")
+    kept = cache.Profile.of(toy, tree, pgo_lto, root)
+    assert kept == cache.Profile.of(toy, tree, pgo, root)
+    assert kept.key == cache.cache_key(toy, tree, pgo, compiler_for(pgo))
+
+    toy.fail_optimised = True
+    with pytest.raises(DbsweepError, match="-fno-such-flag"):
+        cache.build(toy, tree, pgo, root)
+    assert len(toy.trained) == 1 and kept.facts() is not None  # trained, and the profile kept
+    assert kept.facts()["instrumented_recipe"] == pgo.recipe()  # type: ignore[index]
+    assert not [p.name for p in root.iterdir() if p.name.startswith((".tmp-", ".pgo-"))]
+
+    toy.fail_optimised = False
+    rec = Recorder()
+    first = cache.build(toy, tree, pgo, root, progress=rec.on_progress)
+    assert len(toy.trained) == 1  # from the kept profile: no instrumented build, no training
+    assert first.metadata["pgo"]["profile_reused"] and first.metadata["pgo"]["profile_of"] == "pgo"
+    assert first.metadata["objects"] == 1 and [f for f, _ in rec.progress][-1] == 1.0
+    assert f"-fprofile-use={kept.data}" in first.log_path.read_text()  # found: -Werror=missing-profile passed
+
+    second = cache.build(toy, tree, pgo_lto, root)
+    assert len(toy.trained) == 1 and second.metadata["pgo"]["profile_key"] == kept.key
+    log = second.log_path.read_text()
+    assert "-flto=auto" in log and f"-fprofile-use={kept.data}" in log
+    assert second.metadata["pgo"]["instrumented_recipe"]["cflags"] == ["-O2"]  # the profile's build had no LTO
+    assert subprocess.run([second.bindir / "toy"], capture_output=True, text=True, check=True).stdout == "toy 1.0\n"
+    assert not [p.name for p in root.iterdir() if p.name.startswith((".tmp-", ".pgo-"))]
+
+    shutil.rmtree(kept.dir)
+    assert cache.find(toy, tree, pgo_lto, root) == second  # a kept profile is not part of a build's identity
+
+
+def test_the_profile_source_of_a_variant() -> None:
+    pgo, pgo_lto = variants.builtin("pgo"), variants.builtin("pgo_lto")
+    assert variants.profile_source(pgo) is pgo and variants.profile_source(pgo_lto) == pgo
+    by12 = variants.profile_source(variants.with_compiler(pgo_lto, "gcc-12"))
+    assert by12.name == "pgo+gcc-12" and by12.compiler == "gcc-12" and "-flto=auto" not in by12.cflags
+    # pgo_lto_bolt's base is compiled for BOLT: its profile is its own, of that compile without LTO.
+    base = variants.bolt_base(variants.builtin("pgo_lto_bolt"))
+    gen = variants.profile_source(base)
+    assert gen.name == "pgo_lto_bolt_base_gen" and gen.split_cflags and not gen.bolt
+    assert gen.cflags == ("-O2",) and gen.ldflags == ("-Wl,--emit-relocs",)
+    own = Variant("mine", cflags=("-O3", "-flto=4", "-ffat-lto-objects"), ldflags=("-flto=4",), pgo=True)
+    assert variants.profile_source(own) == replace(
+        own, name="mine_gen", cflags=("-O3",), ldflags=(), description=variants.profile_source(own).description
+    )
 
 
 @pytest.mark.skipif(bolt.tool() is None, reason="no llvm-bolt installed (scripts/setup.sh installs bolt-19)")

@@ -172,7 +172,9 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     assert result.problems == []  # no Debian lists cached: the version is not judged
     e = result.estimate
     assert e.builds_needed == 3
-    expected = preflight.BUILD_S + preflight.LTO_BUILD_S + preflight.LTO_BUILD_S * preflight.PGO_FACTOR
+    # pgo_lto's profile comes from an instrumented build without LTO (pgo's): a plain build more.
+    profile = preflight.PROFILE_FACTOR * preflight.BUILD_S
+    expected = preflight.BUILD_S + preflight.LTO_BUILD_S + preflight.LTO_BUILD_S + profile
     assert e.parts["builds"] == pytest.approx(expected)
     assert "3 builds ≈ " in preflight.describe(e)
 
@@ -188,7 +190,8 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     study = load_study(path)
     for e in (preflight.check(study).estimate, preflight.estimate(study, counts_only=True)):
         assert e.builds_needed == 7
-        pgo_lto = preflight.LTO_BUILD_S * preflight.PGO_FACTOR
+        # pgo_lto_bolt_base's profile is its own (compiled for BOLT), not d's.
+        pgo_lto = preflight.LTO_BUILD_S + profile
         assert e.parts["builds"] == pytest.approx(expected + 2 * preflight.BOLT_S + preflight.BUILD_S + pgo_lto)
 
 

@@ -20,10 +20,14 @@ relocations and, with gcc, compiled for BOLT), found or made as an entry of its 
 its binary rewritten by llvm-bolt (instrumented, trained, optimised; `build.bolt`). PGO + LTO + BOLT thus
 rewrites its base's PGO build, profile included, not a second one with a training run of its own.
 
-PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`), the recipe's training
-run on it as `Recipe.training_user()`, the recipe's check of the profile, then the optimised build in the
-same object directory (gcc names profiles after the objects' absolute paths) with `Recipe.optimised`'s
-flags. PGO builds skip ccache: the instrumented objects hold a one-off profile path, and the optimised ones
+PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`) of the variant's
+`variants.profile_source` (the variant without LTO: `pgo` and `pgo_lto` share it), the recipe's training run on it
+as `Recipe.training_user()` and the recipe's check of the profile. The profile is kept in
+`<root>/profiles/<name of the instrumented build>/` (`data/`, and `profile.json` written last), keyed as that
+build would be, so that the next build from it (pgo_lto after pgo, or one whose optimised phase failed) neither
+compiles nor trains again. The optimised build with `Recipe.optimised`'s flags compiles in the object directory
+the instrumented one did, `<root>/.pgo-<key12>/build` (gcc names each profile file after its object's absolute
+path). PGO builds skip ccache: the instrumented objects hold a one-off profile path, and the optimised ones
 depend on the profile.
 """
 
@@ -62,6 +66,8 @@ from dbsweep.sources import SourceTree
 KEY_SCHEMA = 1
 META_FILE = "build.json"
 LOG_FILE = "build.log"
+PROFILES = "profiles"  # under a build root: the kept PGO profiles (`Profile`)
+PROFILE_META = "profile.json"
 BASE_SHARE = 0.9  # of a BOLT build's progress: its base build (found or made), then BOLT's own part
 # Environment variables that would leak into a build and change the binary behind our back.
 _FLAG_VARS = ("CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS")
@@ -215,6 +221,10 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
         "native_cpu": compiler.native_cpu,
         "training": recipe.training() if variant.pgo else None,
     }
+    if variant.pgo and (gen := variants.profile_source(variant)) is not variant:
+        # Built with another build's profile (pgo_lto with pgo's): that build's key names the profile. Only
+        # then: a variant trained on its own build keeps the key it had.
+        material["profile"] = cache_key(recipe, tree, gen, compiler, copy)
     if variant.bolt:  # only then: the keys of other builds stay what they were
         t = bolt.tool()
         material["bolt"] = {
@@ -234,6 +244,56 @@ def cache_key(recipe: Recipe, tree: SourceTree, variant: Variant, compiler: Comp
 
 def entry_name(recipe: Recipe, tree: SourceTree, variant: Variant, key: str, copy: int = 0) -> str:
     return f"{recipe.engine}-{tree.version}-{variant.name}{f'.copy{copy}' if copy else ''}-{key[:12]}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A PGO profile kept under a build root: the training's `.gcda` files of the instrumented build of
+    `source` (`variants.profile_source`), keyed as that build would be."""
+
+    dir: Path
+    key: str
+    source: Variant
+
+    @classmethod
+    def of(cls, recipe: Recipe, tree: SourceTree, variant: Variant, root: Path, copy: int = 0) -> Profile:
+        gen = variants.profile_source(variant)
+        key = cache_key(recipe, tree, gen, compiler_for(gen), copy)
+        return cls(Path(root).absolute() / PROFILES / entry_name(recipe, tree, gen, key, copy), key, gen)
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def object_dir(self) -> Path:
+        """Where every build from this profile compiles: gcc names a profile file after its object's absolute
+        path, so the optimised build's objects must have the instrumented build's paths."""
+        return self.dir.parent.parent / f".pgo-{self.key[:12]}" / "build"
+
+    def facts(self) -> dict[str, Any] | None:
+        """What the training recorded, or None when the profile is not (completely) kept."""
+        try:
+            m = json.loads((self.dir / PROFILE_META).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(m, dict) or m.get("key") != self.key or not self.data.is_dir():
+            return None
+        return {k: v for k, v in m.items() if k != "key"}
+
+    def keep(self, data: Path, facts: dict[str, Any]) -> None:
+        """Copies the training's profile in, the record last, so that a half-copied profile never looks kept."""
+        tmp = self.dir.with_name(f".tmp-{self.dir.name}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        shutil.copytree(data, tmp / "data")
+        with (tmp / PROFILE_META).open("w") as f:
+            json.dump({"key": self.key, **facts}, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        shutil.rmtree(self.dir, ignore_errors=True)
+        tmp.rename(self.dir)
 
 
 def find(recipe: Recipe, tree: SourceTree, variant: Variant, root: Path, copy: int = 0) -> Build | None:
@@ -392,12 +452,17 @@ class _Builder:
         self.jobs = len(os.sched_getaffinity(0))
         # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
         self.ccache = not variant.pgo and shutil.which("ccache") is not None
-        # A PGO build compiles twice; BOLT on a copy of a build, never.
+        self.profile: Profile | None = None
+        if variant.pgo and base is None:
+            self.profile = Profile.of(recipe, tree, variant, root, copy)
+            self.build_dir = self.profile.object_dir
+        trained = self.profile is not None and self.profile.facts() is not None
+        # A PGO build compiles twice, or once from a kept profile; BOLT on a copy of a build, never.
         if base is not None:
             expected, self.seconds_expected, compiles = 0, None, 0
         else:
-            expected, self.seconds_expected = _expected(root, recipe, tree, variant)
-            compiles = 2 if variant.pgo else 1
+            expected, self.seconds_expected = _expected(root, recipe, tree, variant, trained)
+            compiles = 2 if variant.pgo and not trained else 1
         self.objects = Objects(recipe.object_line, expected, compiles)
         self.compiling = False  # in a compile step (the objects' rate is taken over these)
         self.stage_prefix = ""  # which phase of a PGO build
@@ -436,19 +501,29 @@ class _Builder:
             self._discard()
             raise
 
-    def _phase(self, prefix: Path, destdir: Path | None, cflags: tuple[str, ...], *, ccache: bool) -> Phase:
-        if self.variant.added_cflags:
+    def _phase(
+        self,
+        prefix: Path,
+        destdir: Path | None,
+        cflags: tuple[str, ...],
+        *,
+        ccache: bool,
+        variant: Variant | None = None,
+    ) -> Phase:
+        """A compile of `variant` (the build's own by default; PGO's instrumented one is its profile source's)."""
+        variant = variant or self.variant
+        if variant.added_cflags:
             # Added to the variant's flags, or to the build's default level (never in place of it).
-            cflags = (*(cflags or self.recipe.default_cflags), *self.variant.added_cflags)
+            cflags = (*(cflags or self.recipe.default_cflags), *variant.added_cflags)
         return Phase(
             tree=self.tree,
-            variant=self.variant,
+            variant=variant,
             compiler=self.compiler.name,
             build_dir=self.build_dir,
             prefix=prefix,
             destdir=destdir,
             cflags=cflags,
-            ldflags=self.variant.ldflags,
+            ldflags=variant.ldflags,
             jobs=self.jobs,
             ccache=ccache,
         )
@@ -476,16 +551,47 @@ class _Builder:
         return list(base.configure_command)
 
     def _pgo(self) -> list[str]:
-        recipe = self.recipe
-        user = recipe.training_user()
+        recipe, kept = self.recipe, self.profile
+        assert kept is not None
+        facts = kept.facts()
+        span = self.span
+        if facts is None:
+            facts = self._train(kept)
+            span = self.span.part(0.55, 1.0)
+            reused = False
+        else:
+            self.say(f"PGO profile of {kept.dir.name}, kept from {facts.get('created', 'an earlier build')}")
+            self._note(f"PGO profile kept in {kept.dir}: {facts}")
+            reused = True
+        self.extra["pgo"] = {
+            **facts,
+            "profile_of": kept.source.name,
+            "profile_key": kept.key,
+            "profile": str(kept.data),
+            "profile_reused": reused,
+        }
         base = self.variant.cflags or recipe.default_cflags  # dbsweep's flags replace the build's default
+        use = recipe.optimised(self._phase(self.final / "install", self.stage, base, ccache=False), kept.data)
+        self.say("PGO phase 2: optimised build")
+        self.stage_prefix = "PGO phase 2: "
+        cmd = self._compile(use, span)
+        self._install(use, span.part(0.92, 1.0))
+        return cmd
+
+    def _train(self, kept: Profile) -> dict[str, Any]:
+        """PGO's instrumented build of the profile's source, its training and the check of its profile, which is
+        then kept (`Profile.keep`). Returns what the build records of it."""
+        recipe, source = self.recipe, kept.source
+        user = recipe.training_user()
+        base = source.cflags or recipe.default_cflags
         with tempfile.TemporaryDirectory(prefix="dbsweep-pgo-") as t:
             scratch = Path(t)
             scratch.chmod(0o755)  # the training user runs the instrumented install from here
             profile = scratch / "profile"
             profile.mkdir()
-            gen = recipe.instrumented(self._phase(scratch / "install", None, base, ccache=False), profile)
-            self.say("PGO phase 1: instrumented build")
+            phase = self._phase(scratch / "install", None, base, ccache=False, variant=source)
+            gen = recipe.instrumented(phase, profile)
+            self.say(f"PGO phase 1: instrumented build ({source.name})")
             self.stage_prefix = "PGO phase 1: "
             phase1 = self._compile(gen, self.span.part(0.0, 0.42))
             self._install(gen, self.span.part(0.40, 0.42))
@@ -496,20 +602,20 @@ class _Builder:
             run = TrainingRun(self.tree, scratch / "install", scratch, user, span, self.say, self._append_file)
             recipe.train(run)
             span(1.0, "training done")
-            self.extra["pgo"] = {
+            facts = {
                 "instrumented_configure": phase1,
                 "instrumented_make_vars": list(gen.tool_args),
+                "instrumented_recipe": source.recipe(),
+                "training": recipe.training(),
                 "training_seconds": round(time.monotonic() - started, 1),
                 "server_user": user,
                 **recipe.check_profile(profile, user, self._note),
+                "trained_by": self.name,
+                "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             }
-            use = recipe.optimised(self._phase(self.final / "install", self.stage, base, ccache=False), profile)
-            self.say("PGO phase 2: optimised build")
-            self.stage_prefix = "PGO phase 2: "
-            span = self.span.part(0.55, 1.0)
-            cmd = self._compile(use, span)
-            self._install(use, span.part(0.92, 1.0))
-        return cmd
+            kept.keep(profile, facts)
+            self._note(f"PGO profile kept in {kept.dir}")
+        return facts
 
     def _bolt(self) -> dict[str, Any]:
         """The staged install's binary rewritten by llvm-bolt: instrumented, trained in its place, then rewritten
@@ -704,7 +810,7 @@ class _Builder:
         install = self.tmp / "install"
         staged.rename(install)
         shutil.rmtree(self.stage)
-        shutil.rmtree(self.build_dir)
+        shutil.rmtree(self.build_dir.parent if self.profile is not None else self.build_dir)
         if not (install / self.recipe.artefact).is_file():
             raise DbsweepError(f"building {self.name} installed no {self.recipe.artefact}; see {self.failed_log}")
         meta = {
@@ -758,6 +864,8 @@ class _Builder:
                 self.failed_log.parent.mkdir(exist_ok=True)
                 self.log_path.replace(self.failed_log)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.profile is not None:  # PGO's objects (the kept profile stays: the next try starts from it)
+            shutil.rmtree(self.build_dir.parent, ignore_errors=True)
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -779,20 +887,28 @@ def _tree_bytes(path: Path) -> int:
     return total
 
 
-def _expected(root: Path, recipe: Recipe, tree: SourceTree, variant: Variant) -> tuple[int, float | None]:
+def _expected(
+    root: Path, recipe: Recipe, tree: SourceTree, variant: Variant, trained: bool = False
+) -> tuple[int, float | None]:
     """For the progress: the objects one compile of `tree` will make (as many as the newest build of the same major
     version compiled, else as the recipe counts in the tree, else its constant), and the seconds the newest such
-    build of the same kind (PGO or not) took, if there is one."""
+    build of the same kind (PGO or not; from a kept profile or not) took, if there is one."""
     major = major_version(tree.version)
     alike = [b for b in list_builds(root, recipe) if major_version(b.version) == major]
     known = [n for b in alike if isinstance(n := b.metadata.get("objects"), int) and n > 0]
-    seconds = [b.build_seconds for b in alike if bool(b.metadata.get("recipe", {}).get("pgo")) == variant.pgo]
+    seconds = [b.build_seconds for b in alike if _kind(b) == (variant.pgo, trained)]
     if known:
         objects = known[-1]
     else:
         counted = recipe.objects_in(tree)
         objects = counted if counted is not None and counted > 0 else recipe.objects_estimate
     return objects, seconds[-1] if seconds else None
+
+
+def _kind(b: Build) -> tuple[bool, bool]:
+    """(profile-guided, from a kept profile): what a build's time is like."""
+    pgo = b.metadata.get("pgo")
+    return bool(b.metadata.get("recipe", {}).get("pgo")), isinstance(pgo, dict) and bool(pgo.get("profile_reused"))
 
 
 def _chown_tree(path: Path, user: str | None) -> None:

@@ -192,6 +192,34 @@ def bolt_base(variant: Variant) -> Variant:
     return replace(base, name=f"{variant.name[:34]}_base")
 
 
+def _no_lto(flags: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in flags if not f.startswith(("-flto", "-ffat-lto-objects", "-fno-fat-lto-objects")))
+
+
+def profile_source(variant: Variant) -> Variant:
+    """The instrumented build whose training makes a PGO variant's profile: the variant without LTO and without
+    BOLT, as in the method's pgogen build, whose one profile both pgouse and pgouse_lto are built with. `pgo` and
+    `pgo_lto` thus share one instrumented build and training (by one compiler), and differ in LTO alone. Named as
+    the built-in variant of that recipe if there is one (pgo_lto's is pgo), else `<variant>_gen`."""
+    gen = replace(
+        variant,
+        cflags=_no_lto(variant.cflags),
+        ldflags=_no_lto(variant.ldflags),
+        bolt=False,
+        description=f"the instrumented build {variant.name}'s profile comes from",
+    )
+    if gen.recipe() == variant.recipe():
+        return variant
+    for v in BUILTINS.values():
+        try:
+            same = with_compiler(v, variant.compiler)
+        except DbsweepError:
+            continue
+        if same.recipe() == gen.recipe():
+            return replace(gen, name=same.name, description=same.description)
+    return replace(gen, name=f"{variant.name[:35]}_gen")
+
+
 def builtin(name: str) -> Variant:
     try:
         return BUILTINS[name]
