@@ -190,7 +190,7 @@ def test_instructions_count_the_whole_client(tmp: Path) -> None:
     assert any("sqlite3" in f["function"] for f in count.functions), [f["function"] for f in count.functions[:10]]
 
 
-@pytest.mark.skipif(not SLOW, reason="two builds and a training run (about 3 minutes): set DBSWEEP_SLOW_TESTS=1")
+@pytest.mark.skipif(not SLOW, reason="three builds and a training run (about 5 minutes): set DBSWEEP_SLOW_TESTS=1")
 def test_pgo_build_is_trained_through_the_load_client() -> None:
     engine = engine_named("sqlite")
     tree = debian.resolve_debian(VERSION, VERSION, CACHE / "sources", naming=engine.naming)
@@ -200,6 +200,14 @@ def test_pgo_build_is_trained_through_the_load_client() -> None:
     assert pgo["profile_files"] >= 1 and pgo["training_seconds"] > 0
     assert "-fprofile-use" in b.cflags or "-fprofile-use" in b.configure
     assert b.install.short_version == VERSION
+
+    # pgo_lto is built with the profile of pgo's instrumented build (kept; trained now if pgo's build was cached
+    # from before profiles were kept) and compiled with LTO.
+    lto = cache.build(engine.recipe(), tree, variants.builtin("pgo_lto"), CACHE / "builds")
+    kept = cache.Profile.of(engine.recipe(), tree, variants.builtin("pgo"), CACHE / "builds")
+    assert kept.facts() is not None and lto.metadata["pgo"]["profile_key"] == kept.key
+    assert lto.metadata["pgo"]["profile_of"] == "pgo" and "-flto=auto" in lto.log_path.read_text()
+    assert lto.install.short_version == VERSION
 
 
 def test_a_long_run_that_ended_early_is_no_count(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:

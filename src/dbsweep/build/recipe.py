@@ -216,6 +216,8 @@ class Recipe(ABC):
     def optimised(self, phase: Phase, profile: Path) -> Phase:
         """The phase that builds with the profile the training left."""
         use = f"-fprofile-use={profile}"
+        # -Wno-missing-profile: configure's flag tests see every warning as a failure (Postgres's then drop
+        # -fwrapv and the like), and each conftest has no profile.
         return replace(
             phase,
             cflags=(*phase.cflags, use, "-fprofile-correction", "-Wno-missing-profile"),
