@@ -990,6 +990,17 @@ def build_cmd(
         raise typer.Exit(1)
 
 
+def _pgo_words(meta: dict[str, object]) -> str:
+    """A PGO build's profile: its own training's, or another build's (pgo_lto: pgo's), kept from before or not."""
+    pgo = meta.get("pgo")
+    if not isinstance(pgo, dict) or "profile_of" not in pgo:
+        return "(PGO)"
+    whose = "its" if pgo["profile_of"] == meta.get("variant") else f"{pgo['profile_of']}'s"
+    if pgo.get("profile_reused"):
+        return f"(PGO, {whose} kept profile)"
+    return "(PGO)" if whose == "its" else f"(PGO, {whose} profile)"
+
+
 def _print_builds(workspace: Path) -> None:
     from dbsweep.build import cache
     from dbsweep.engines.registry import names
@@ -1005,7 +1016,8 @@ def _print_builds(workspace: Path) -> None:
     for b in found:
         # The variant's own flags: the build system's CFLAGS repeat a long list of warnings for every build.
         recipe = b.metadata.get("recipe", {})
-        flags = " ".join([*recipe.get("cflags", []), *(["(PGO)"] if recipe.get("pgo") else [])]) or "(default)"
+        flags = " ".join([*recipe.get("cflags", []), *([_pgo_words(b.metadata)] if recipe.get("pgo") else [])])
+        flags = flags or "(default)"
         table.add_row(
             *([b.engine] if engines else []),
             b.version,

@@ -17,6 +17,7 @@ from dbsweep.build.compiler import Compiler, compiler_for, output
 from dbsweep.build.objects import Status
 from dbsweep.build.recipe import Facts, Phase, Recipe, Step, TrainingRun
 from dbsweep.build.variants import Variant
+from dbsweep.cli import _pgo_words
 from dbsweep.engines.base import Install
 from dbsweep.engines.postgres.build import CONTRIB, RECIPE, PostgresRecipe, Training
 from dbsweep.errors import DbsweepError, StudyError
@@ -283,6 +284,11 @@ def test_pgo_and_pgo_lto_share_one_instrumented_build_and_training(tmp_path: Pat
     log = second.log_path.read_text()
     assert "-flto=auto" in log and f"-fprofile-use={kept.data}" in log
     assert second.metadata["pgo"]["instrumented_recipe"]["cflags"] == ["-O2"]  # the profile's build had no LTO
+    # `dbsweep builds` says whose profile a PGO build was made with.
+    assert (_pgo_words(first.metadata), _pgo_words(second.metadata)) == (
+        "(PGO, its kept profile)",
+        "(PGO, pgo's kept profile)",
+    )
     assert subprocess.run([second.bindir / "toy"], capture_output=True, text=True, check=True).stdout == "toy 1.0\n"
     assert not [p.name for p in root.iterdir() if p.name.startswith((".tmp-", ".pgo-"))]
 
