@@ -16,7 +16,7 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -395,12 +395,7 @@ class Runner:
         the reads of a target that can share a server are counted in one session."""
         shares = self.suite.instruction_steps()
         total = sum(len(v) for v in todo.values())
-        # Every target counts the same events of a step: the base's count of it finds how many, and the
-        # others take that amount (from the store when an earlier run counted the base).
-        known: dict[countpool.Key, int] = {}
-        for (_t, step), v in self.store.instruction_counts(run_id).items():
-            if v.get("amount") and step in shares:
-                known.setdefault(shares[step], int(v["amount"]))
+        known = known_amounts(self.store.instruction_counts(run_id), shares, todo)
         tasks: list[countpool.Task] = []
         for label in sorted(todo, key=lambda label: label != self.study.base):
             by_key: dict[countpool.Key, list[str]] = {}
@@ -945,3 +940,18 @@ class Runner:
         run = StepRun(summary, output.seconds)
         watch.finish(run, instance)
         return run
+
+
+def known_amounts(
+    stored: Mapping[tuple[str, str], Mapping[str, Any]],
+    shares: Mapping[str, countpool.Key],
+    todo: Mapping[str, list[str]],
+) -> dict[countpool.Key, int]:
+    """Every target counts the same events of a step: the base's count of it finds how many, and the others take
+    that amount, from the store when an earlier run counted it. A stored count that is taken again now (stale or
+    failed: in `todo`) sets none: a stale one's amount was found for the other method."""
+    known: dict[countpool.Key, int] = {}
+    for (target, step), v in stored.items():
+        if v.get("amount") and step in shares and step not in todo.get(target, ()):
+            known.setdefault(shares[step], int(v["amount"]))
+    return known

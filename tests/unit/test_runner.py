@@ -277,3 +277,18 @@ def test_after_a_failed_step_the_servers_late_account_of_a_crash_is_awaited(monk
     never = LateCrash(on_look=10**6)
     assert _disturbance(cast(Instance, never), mark, step_failed=True) is None
     assert never.looks > 1
+
+
+def test_a_count_taken_again_sets_no_amount() -> None:
+    """Every target of a step counts the amount the first stored count found; a count that is taken again now
+    (stale: taken by the other method, or failed) does not set it, so its step finds its amount afresh."""
+    shares = {"point-query.pre": ("point-query", 0), "point-query": ("point-query", 0), "scan": ("scan", 0)}
+    stored = {
+        ("base", "point-query"): {"amount": 4000, "method": "restart"},  # stale: counted again below
+        ("other", "point-query.pre"): {"amount": 1000, "method": "session"},
+        ("base", "scan"): {"amount": 30, "method": "restart"},  # stale too, and no other count of the scan
+        ("base", "load"): {"amount": 5},  # not a counted step
+    }
+    todo = {"base": ["point-query", "scan"]}
+    assert runner.known_amounts(stored, shares, todo) == {("point-query", 0): 1000}
+    assert runner.known_amounts(stored, shares, {}) == {("point-query", 0): 4000, ("scan", 0): 30}
