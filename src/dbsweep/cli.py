@@ -991,11 +991,11 @@ def build_cmd(
 
 
 def _pgo_words(meta: dict[str, object]) -> str:
-    """A PGO build's profile: its own training's, or another build's (pgo_lto: pgo's), kept from before or not."""
+    """A PGO build's profile: its own training's, or one kept from a build of another variant (pgo_lto: pgo's)."""
     pgo = meta.get("pgo")
-    if not isinstance(pgo, dict) or "profile_of" not in pgo:
+    if not isinstance(pgo, dict) or "trained_for" not in pgo:
         return "(PGO)"
-    whose = "its" if pgo["profile_of"] == meta.get("variant") else f"{pgo['profile_of']}'s"
+    whose = "its" if pgo["trained_for"] == meta.get("variant") else f"{pgo['trained_for']}'s"
     if pgo.get("profile_reused"):
         return f"(PGO, {whose} kept profile)"
     return "(PGO)" if whose == "its" else f"(PGO, {whose} profile)"

@@ -52,8 +52,8 @@ VALGRIND_START_S = Costs().valgrind_starts_s / VALGRIND_STARTS
 INSTRUCTION_PAIRS = 2
 # A threaded server's warm-up in a session: a long run (3x a short one, which is a quarter of the probe).
 LONG_RUN_SHARE = 3 / 4
-# A build from source with every core of the VM, LTO's link a minute more; a PGO build compiles twice
-# (instrumented, then with the profile) and trains in between.
+# A build from source with every core of the VM, LTO's link a minute more; a PGO build's profile (an instrumented
+# build and its training, shared by pgo and pgo_lto) is counted once, apart.
 BUILD_S = Costs().build_s
 LTO_BUILD_S = Costs().lto_build_s
 # A PGO build's instrumented build and training (once per profile: pgo and pgo_lto share one), in plain builds.
@@ -304,15 +304,17 @@ class _Look:
             return None
         return found.install
 
-    def profile_kept(self, spec: str, variant: recipes.Variant, copy: int) -> bool:
-        """Whether the PGO profile `variant` is built with is kept in the build cache (`cache.Profile`)."""
+    def profile_to_train(self, spec: str, variant: recipes.Variant, copy: int) -> str | None:
+        """The PGO profile `variant` is built with, when it is still to train (its key where the tree is known, so
+        that variants of one recipe count it once); None when the build cache keeps it (`cache.Profile`)."""
         _, tree = self._trees.get(spec, (None, None))
-        if tree is None or tree.identity not in self._identities or not shutil.which(variant.compiler):
-            return False
-        try:
-            return cache.Profile.of(self.recipe, tree, variant, self.builds_root, copy).facts() is not None
-        except DbsweepError:
-            return False
+        if tree is not None and tree.identity in self._identities and shutil.which(variant.compiler):
+            try:
+                kept = cache.Profile.of(self.recipe, tree, variant, self.builds_root, copy)
+                return None if kept.facts() is not None else kept.key
+            except DbsweepError:
+                pass
+        return f"{spec} {recipes.profile_source(variant).recipe()} {copy}"
 
     def _cached(self, tree: SourceTree | None, variant: recipes.Variant, copy: int) -> cache.Build | None:
         """The build of `tree` at `variant` in the cache, when the tree and the compiler are there to key it."""
@@ -524,11 +526,8 @@ def estimate(study: Study, look: _Look | None = None, *, counts_only: bool = Fal
         }
         needed = {k: v for k, v in needed.items() if k in wanted}
     # One instrumented build and training per profile not kept, however many PGO builds it makes.
-    profiles = {
-        (spec, recipes.profile_source(v).name, copy)
-        for (spec, _, copy), v in needed.items()
-        if v.pgo and not v.bolt and not look.profile_kept(spec, v, copy)
-    }
+    profiles = {look.profile_to_train(spec, v, copy) for (spec, _, copy), v in needed.items() if v.pgo and not v.bolt}
+    profiles.discard(None)
     parts = {
         "builds": sum(_build_seconds(v, look.engine.costs) for v in needed.values())
         + len(profiles) * PROFILE_FACTOR * look.engine.costs.build_s,

@@ -118,7 +118,8 @@ def build_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if old["build_key"] == new["build_key"]:
             return []
         # The key also covers what the record does not show: the recipe's options, the training workload.
-        return phrases or [f"build key {old['build_key'][:12]} → {new['build_key'][:12]}: the recipe's options differ"]
+        keys = f"build key {old['build_key'][:12]} → {new['build_key'][:12]}"
+        return phrases or [f"{keys}: the recipe's options, its training or its PGO profile differ"]
     return phrases
 
 

@@ -218,6 +218,7 @@ class Runner:
         self.counts_only = counts_only
         # Only these steps' counts (a bisection counts the steps it follows, not the load before them).
         self.count_steps = set(count_steps) if count_steps is not None else None
+        self.retaken: set[tuple[str, str]] = set()  # (target, step): stored counts taken otherwise, taken again
         # Only these rounds' cells (a batch job runs one round); the counts and profiles, which are per target and
         # not per round, go with round 1.
         self.rounds = set(rounds) if rounds is not None else None
@@ -329,7 +330,7 @@ class Runner:
         built = installs.cached_build(self.study, key)
         if built is not None:  # built already (for another run, or by dbsweep build): what changed, fact by fact
             return [c for r in records for c in provenance.build_changes(r, built.install.provenance)]
-        return [f"build key {min(old)[:12]} → {key[:12]}: its source, recipe or compiler changed"]
+        return [f"build key {min(old)[:12]} → {key[:12]}: its source, recipe, compiler or PGO profile changed"]
 
     def _canary(self, run_id: int, rep: int, progress: Progress) -> None:
         """Times the canary before round `rep`'s first group and stores it. No server runs now: every group
@@ -366,6 +367,7 @@ class Runner:
                 ),
             )
             have = {k: v for k, v in have.items() if k not in stale}
+        self.retaken = set(stale)
         todo = {t.label: [st for st in steps if (t.label, st) not in have] for t in self._wanted()}
         return {t: sts for t, sts in todo.items() if sts}
 
@@ -395,7 +397,7 @@ class Runner:
         the reads of a target that can share a server are counted in one session."""
         shares = self.suite.instruction_steps()
         total = sum(len(v) for v in todo.values())
-        known = known_amounts(self.store.instruction_counts(run_id), shares, todo)
+        known = known_amounts(self.store.instruction_counts(run_id), shares, self.retaken)
         tasks: list[countpool.Task] = []
         for label in sorted(todo, key=lambda label: label != self.study.base):
             by_key: dict[countpool.Key, list[str]] = {}
@@ -945,13 +947,13 @@ class Runner:
 def known_amounts(
     stored: Mapping[tuple[str, str], Mapping[str, Any]],
     shares: Mapping[str, countpool.Key],
-    todo: Mapping[str, list[str]],
+    retaken: Collection[tuple[str, str]],
 ) -> dict[countpool.Key, int]:
     """Every target counts the same events of a step: the base's count of it finds how many, and the others take
-    that amount, from the store when an earlier run counted it. A stored count that is taken again now (stale or
-    failed: in `todo`) sets none: a stale one's amount was found for the other method."""
+    that amount, from the store when an earlier run counted it. A stored count taken otherwise (`retaken`, any
+    target's) or failed sets none: a stale one's amount was found for the other method."""
     known: dict[countpool.Key, int] = {}
     for (target, step), v in stored.items():
-        if v.get("amount") and step in shares and step not in todo.get(target, ()):
+        if v.get("amount") and not v.get("error") and step in shares and (target, step) not in retaken:
             known.setdefault(shares[step], int(v["amount"]))
     return known

@@ -265,11 +265,16 @@ def test_pgo_and_pgo_lto_share_one_instrumented_build_and_training(tmp_path: Pat
     assert kept.key == cache.cache_key(toy, tree, pgo, compiler_for(pgo))
 
     toy.fail_optimised = True
-    with pytest.raises(DbsweepError, match="-fno-such-flag"):
+    with pytest.raises(DbsweepError, match="-fno-such-flag") as info:
         cache.build(toy, tree, pgo, root)
+    assert "if that profile is at fault" not in str(info.value)  # a profile trained now: not the one to blame
     assert len(toy.trained) == 1 and kept.facts() is not None  # trained, and the profile kept
     assert kept.facts()["instrumented_recipe"] == pgo.recipe()  # type: ignore[index]
     assert not [p.name for p in root.iterdir() if p.name.startswith((".tmp-", ".pgo-"))]
+    # A failure with a kept profile names it, in case it is what is at fault.
+    with pytest.raises(DbsweepError, match=f"compiled with the profile kept in {kept.dir}; if that profile is at"):
+        cache.build(toy, tree, pgo, root)
+    assert len(toy.trained) == 1
 
     toy.fail_optimised = False
     rec = Recorder()
@@ -294,6 +299,47 @@ def test_pgo_and_pgo_lto_share_one_instrumented_build_and_training(tmp_path: Pat
 
     shutil.rmtree(kept.dir)
     assert cache.find(toy, tree, pgo_lto, root) == second  # a kept profile is not part of a build's identity
+
+
+def test_a_kept_profile_is_found_by_its_key_where_its_objects_were(tmp_path: Path) -> None:
+    """A study's own PGO pair shares a profile as pgo and pgo_lto do, whatever they are named. A root that moved
+    has other object paths, where gcc would find none of the profile and say nothing: it is trained again.
+    Leftovers of a killed PGO build are swept by the next build in the root."""
+    toy, tree, root = StrictToy(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    mine = Variant("mine", cflags=("-O1",), pgo=True)
+    mine_lto = Variant("mine_lto", cflags=("-O1", "-flto=auto"), ldflags=("-flto=auto",), pgo=True)
+    (root / ".pgo-0123456789ab" / "build").mkdir(parents=True)  # a killed build's
+    (root / cache.PROFILES / ".tmp-toy-1.0-0123").mkdir(parents=True)
+    cache.build(toy, tree, mine_lto, root)
+    assert not (root / ".pgo-0123456789ab").exists() and not (root / cache.PROFILES / ".tmp-toy-1.0-0123").exists()
+    first = cache.build(toy, tree, mine, root)
+    assert len(toy.trained) == 1 and first.metadata["pgo"]["trained_for"] == "mine_lto"
+    assert _pgo_words(first.metadata) == "(PGO, mine_lto's kept profile)"
+
+    moved = tmp_path / "moved"
+    root.rename(moved)
+    again = cache.build(toy, tree, variants.builtin("pgo_lto"), moved)  # -Werror=missing-profile: found
+    assert len(toy.trained) == 2 and not again.metadata["pgo"]["profile_reused"]
+    assert cache.Profile.of(toy, tree, mine, moved).facts() is None  # trained where the root was before
+
+    # Reached through a symlink, the root is the same one: its profiles and object paths are the real ones.
+    link = tmp_path / "link"
+    link.symlink_to(moved)
+    pgo = cache.build(toy, tree, variants.builtin("pgo"), link)
+    assert len(toy.trained) == 2 and pgo.metadata["pgo"]["profile_reused"]
+
+
+def test_a_source_build_cached_without_its_profile_is_said(tmp_path: Path) -> None:
+    """pgo built before its profile was kept (or the profile removed): pgo_lto trains one of its own, and the
+    build says the two now differ in their training too."""
+    toy, tree, root = StrictToy(), _toy_tree(tmp_path / "src"), tmp_path / "builds"
+    cache.build(toy, tree, variants.builtin("pgo"), root)
+    shutil.rmtree(root / cache.PROFILES)
+    rec = Recorder()
+    b = cache.build(toy, tree, variants.builtin("pgo_lto"), root, log=rec.log)
+    assert len(toy.trained) == 2
+    assert "is cached without its PGO profile, so pgo_lto trains a profile of its own" in b.metadata["pgo_warning"]
+    assert any("not only in LTO" in line for line in rec.messages)
 
 
 def test_the_profile_source_of_a_variant() -> None:

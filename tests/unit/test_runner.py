@@ -237,14 +237,17 @@ def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
     # A run that measures only a: b is not built for it, yet its old figures would stand beside a's new ones as the
     # study's b. Its build is held by the key the recipe gives it now: the refused run above built it, so what
     # changed is named from its record; once that build is gone, by the key alone.
-    built = r"target 'b' is no longer the build .* \(build key \w{12} → (\w{12}): the recipe's options differ\)"
+    built = (
+        r"target 'b' is no longer the build .* \(build key \w{12} → (\w{12}): "
+        r"the recipe's options, its training or its PGO profile differ\)"
+    )
     with pytest.raises(DbsweepError, match=built) as refusal:
         run(study, repeats=3, targets={"a"})
     new = re.search(built, str(refusal.value))
     assert new is not None
     for d in (tmp_path / "ws" / "builds").glob(f"*-{new.group(1)}"):
         shutil.rmtree(d)
-    unbuilt = r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe or compiler"
+    unbuilt = r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe, compiler or PGO profile"
     with pytest.raises(DbsweepError, match=unbuilt):
         run(study, repeats=3, targets={"a"})
     assert script.seen == [] and len(stored(study)) == 9
@@ -280,15 +283,16 @@ def test_after_a_failed_step_the_servers_late_account_of_a_crash_is_awaited(monk
 
 
 def test_a_count_taken_again_sets_no_amount() -> None:
-    """Every target of a step counts the amount the first stored count found; a count that is taken again now
-    (stale: taken by the other method, or failed) does not set it, so its step finds its amount afresh."""
+    """Every target of a step counts the amount the first stored count found; a count taken otherwise (stale, of
+    any target, counted now or not) or failed does not set it, so its step finds its amount afresh."""
     shares = {"point-query.pre": ("point-query", 0), "point-query": ("point-query", 0), "scan": ("scan", 0)}
     stored = {
-        ("base", "point-query"): {"amount": 4000, "method": "restart"},  # stale: counted again below
+        ("base", "point-query"): {"amount": 4000, "method": "restart"},  # stale: taken again
         ("other", "point-query.pre"): {"amount": 1000, "method": "session"},
-        ("base", "scan"): {"amount": 30, "method": "restart"},  # stale too, and no other count of the scan
+        ("left-out", "scan"): {"amount": 30, "method": "restart"},  # stale, of a target not counted now
+        ("other", "scan"): {"amount": 20, "error": "the server went away"},
         ("base", "load"): {"amount": 5},  # not a counted step
     }
-    todo = {"base": ["point-query", "scan"]}
-    assert runner.known_amounts(stored, shares, todo) == {("point-query", 0): 1000}
-    assert runner.known_amounts(stored, shares, {}) == {("point-query", 0): 4000, ("scan", 0): 30}
+    retaken = {("base", "point-query"), ("left-out", "scan")}
+    assert runner.known_amounts(stored, shares, retaken) == {("point-query", 0): 1000}
+    assert runner.known_amounts(stored, shares, ()) == {("point-query", 0): 4000, ("scan", 0): 30}

@@ -4,11 +4,13 @@ Each build lives in `<root>/<engine>-<version>-<variant>-<key12>/` with `install
 `build.json` (all the provenance). The key is a sha256 over what makes the binary: the engine, the
 source's identity and version, the variant's recipe, the options the engine's recipe derives for that
 version, the compiler's version (and what `-march=native` means on this host), and for PGO the training
-workload. A build is made in `<root>/.tmp-<key>/` and renamed into place only when complete (build.json is
-written last), so a failed or killed build never looks cached; a failed build's log is kept in
-`<root>/failed/`. Builds in one root run one at a time (a lock file).
+workload (and, for a build made with another variant's profile, that profile's key). A build is made in
+`<root>/.tmp-<key>/` and renamed into place only when complete (build.json is written last), so a failed or
+killed build never looks cached; a failed build's log is kept in `<root>/failed/`. Builds in one root run one
+at a time (a lock file).
 
-The objects go to `<tmp>/build/`, removed after the install. The install prefix is the final directory
+The objects go to `<tmp>/build/` (a PGO build's to its profile's object directory, below), removed after the
+install. The install prefix is the final directory
 (the install steps stage it with DESTDIR, and it is moved), so rpaths and the like are right where the
 build ends up.
 
@@ -23,12 +25,14 @@ rewrites its base's PGO build, profile included, not a second one with a trainin
 PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`) of the variant's
 `variants.profile_source` (the variant without LTO: `pgo` and `pgo_lto` share it), the recipe's training run on it
 as `Recipe.training_user()` and the recipe's check of the profile. The profile is kept in
-`<root>/profiles/<name of the instrumented build>/` (`data/`, and `profile.json` written last), keyed as that
-build would be, so that the next build from it (pgo_lto after pgo, or one whose optimised phase failed) neither
-compiles nor trains again. The optimised build with `Recipe.optimised`'s flags compiles in the object directory
-the instrumented one did, `<root>/.pgo-<key12>/build` (gcc names each profile file after its object's absolute
-path). PGO builds skip ccache: the instrumented objects hold a one-off profile path, and the optimised ones
-depend on the profile.
+`<root>/profiles/<engine>-<version>-<key16>/` (`data/`, and `profile.json` written last), by the key the
+instrumented build would have, so that the next build from it (pgo_lto after pgo, whatever the variants are named,
+or one whose optimised phase failed) neither compiles nor trains again. The optimised build with
+`Recipe.optimised`'s flags compiles in the object directory the instrumented one did, `<root>/.pgo-<key12>/build`
+in the root's real path (gcc names each profile file after its object's absolute path, and finds none, silently,
+under another: a profile trained where the root was before it moved is trained again). PGO builds skip ccache:
+the instrumented objects hold a one-off profile path, and the optimised ones depend on the profile. A build
+sweeps the PGO object directories and half-kept profiles a killed one left.
 """
 
 from __future__ import annotations
@@ -249,7 +253,8 @@ def entry_name(recipe: Recipe, tree: SourceTree, variant: Variant, key: str, cop
 @dataclass(frozen=True)
 class Profile:
     """A PGO profile kept under a build root: the training's `.gcda` files of the instrumented build of
-    `source` (`variants.profile_source`), keyed as that build would be."""
+    `source` (`variants.profile_source`), found by the key that build would have (whatever a variant of that
+    recipe is named), in the root's real path (a symlinked workspace reaches the same one)."""
 
     dir: Path
     key: str
@@ -259,7 +264,7 @@ class Profile:
     def of(cls, recipe: Recipe, tree: SourceTree, variant: Variant, root: Path, copy: int = 0) -> Profile:
         gen = variants.profile_source(variant)
         key = cache_key(recipe, tree, gen, compiler_for(gen), copy)
-        return cls(Path(root).absolute() / PROFILES / entry_name(recipe, tree, gen, key, copy), key, gen)
+        return cls(Path(root).resolve() / PROFILES / f"{recipe.engine}-{tree.version}-{key[:16]}", key, gen)
 
     @property
     def data(self) -> Path:
@@ -272,12 +277,15 @@ class Profile:
         return self.dir.parent.parent / f".pgo-{self.key[:12]}" / "build"
 
     def facts(self) -> dict[str, Any] | None:
-        """What the training recorded, or None when the profile is not (completely) kept."""
+        """What the training recorded, or None when the profile is not (completely) kept, or was trained where the
+        objects had other paths (the root moved): gcc would find none of it, and say nothing."""
         try:
             m = json.loads((self.dir / PROFILE_META).read_text())
         except (OSError, ValueError):
             return None
         if not isinstance(m, dict) or m.get("key") != self.key or not self.data.is_dir():
+            return None
+        if m.get("object_dir") != str(self.object_dir):
             return None
         return {k: v for k, v in m.items() if k != "key"}
 
@@ -288,7 +296,7 @@ class Profile:
         tmp.mkdir(parents=True)
         shutil.copytree(data, tmp / "data")
         with (tmp / PROFILE_META).open("w") as f:
-            json.dump({"key": self.key, **facts}, f, indent=2)
+            json.dump({"key": self.key, "object_dir": str(self.object_dir), **facts}, f, indent=2)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -484,6 +492,7 @@ class _Builder:
 
     def run(self) -> Build:
         shutil.rmtree(self.tmp, ignore_errors=True)  # left behind by a killed run
+        _sweep(self.root)
         self.tmp.mkdir()
         started = time.monotonic()
         try:
@@ -556,11 +565,12 @@ class _Builder:
         facts = kept.facts()
         span = self.span
         if facts is None:
+            self._untrained_source(kept)
             facts = self._train(kept)
             span = self.span.part(0.55, 1.0)
             reused = False
         else:
-            self.say(f"PGO profile of {kept.dir.name}, kept from {facts.get('created', 'an earlier build')}")
+            self.say(f"PGO profile trained for {facts.get('trained_for', '?')} on {facts.get('created', '?')}, kept")
             self._note(f"PGO profile kept in {kept.dir}: {facts}")
             reused = True
         self.extra["pgo"] = {
@@ -574,9 +584,34 @@ class _Builder:
         use = recipe.optimised(self._phase(self.final / "install", self.stage, base, ccache=False), kept.data)
         self.say("PGO phase 2: optimised build")
         self.stage_prefix = "PGO phase 2: "
-        cmd = self._compile(use, span)
+        try:
+            cmd = self._compile(use, span)
+        except DbsweepError as e:
+            if not reused:
+                raise
+            raise DbsweepError(
+                f"{e}\nIt was compiled with the profile kept in {kept.dir}; if that profile is at fault, remove the "
+                "directory and the next build trains a new one."
+            ) from e
         self._install(use, span.part(0.92, 1.0))
         return cmd
+
+    def _untrained_source(self, kept: Profile) -> None:
+        """Says so when the build the profile's source names is cached without its profile (made before profiles
+        were kept, or the profile removed): this build trains one of its own, and the two are no longer alike
+        but for LTO."""
+        if kept.source.name == self.variant.name:
+            return
+        cached = find_key(self.recipe, self.root, kept.key)
+        if cached is not None:
+            warning = (
+                f"{cached.name} is cached without its PGO profile, so {self.variant.name} trains a profile of its "
+                f"own: the two differ in their training too, not only in LTO. Remove {cached.dir} and build both "
+                "again to share one."
+            )
+            self.say(warning)
+            self._note(warning)
+            self.extra["pgo_warning"] = warning
 
     def _train(self, kept: Profile) -> dict[str, Any]:
         """PGO's instrumented build of the profile's source, its training and the check of its profile, which is
@@ -611,6 +646,7 @@ class _Builder:
                 "server_user": user,
                 **recipe.check_profile(profile, user, self._note),
                 "trained_by": self.name,
+                "trained_for": self.variant.name,
                 "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             }
             kept.keep(profile, facts)
@@ -903,6 +939,13 @@ def _expected(
         counted = recipe.objects_in(tree)
         objects = counted if counted is not None and counted > 0 else recipe.objects_estimate
     return objects, seconds[-1] if seconds else None
+
+
+def _sweep(root: Path) -> None:
+    """PGO object directories and half-kept profiles a killed build left behind (gigabytes for a server): builds
+    in a root run one at a time (`_locked`), so any there now is no one's."""
+    for d in (*root.glob(".pgo-*"), *(root / PROFILES).glob(".tmp-*")):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _kind(b: Build) -> tuple[bool, bool]:
