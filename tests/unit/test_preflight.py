@@ -179,8 +179,8 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     assert "3 builds ≈ " in preflight.describe(e)
 
     # BOLT rewrites a copy of its base build, with gcc one compiled for BOLT: pgo_lto_bolt's is pgo_lto_bolt_base
-    # (a PGO + LTO build of its own, not d's pgo_lto), bolt's is bolt_base, each then BOLT's part; counts-only
-    # builds the bases too.
+    # (a PGO + LTO build of its own from d's profile, not d's pgo_lto), bolt's is bolt_base, each then BOLT's part;
+    # counts-only builds the bases too.
     path.write_text(
         path.read_text()
         + '[[targets]]\nname = "e"\nsource = "15.18"\nvariant = "pgo_lto_bolt"\nconfig = "cx10a_c2r24"\n'
@@ -190,8 +190,8 @@ def test_estimate_counts_builds_not_in_the_cache_by_recipe(tmp: Path, monkeypatc
     study = load_study(path)
     for e in (preflight.check(study).estimate, preflight.estimate(study, counts_only=True)):
         assert e.builds_needed == 7
-        # pgo_lto_bolt_base's profile is its own (compiled for BOLT), not d's.
-        pgo_lto = preflight.LTO_BUILD_S + profile
+        # pgo_lto_bolt_base is built with d's profile (pgo's): no training more.
+        pgo_lto = preflight.LTO_BUILD_S
         assert e.parts["builds"] == pytest.approx(expected + 2 * preflight.BOLT_S + preflight.BUILD_S + pgo_lto)
 
 

@@ -247,7 +247,9 @@ def test_a_target_whose_build_changed_is_not_resumed_into_its_old_results(
     assert new is not None
     for d in (tmp_path / "ws" / "builds").glob(f"*-{new.group(1)}"):
         shutil.rmtree(d)
-    unbuilt = r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe, compiler or PGO profile"
+    unbuilt = (
+        r"target 'b' is no longer the build .* \(build key \w{12} → \w{12}: its source, recipe, compiler or PGO profile"
+    )
     with pytest.raises(DbsweepError, match=unbuilt):
         run(study, repeats=3, targets={"a"})
     assert script.seen == [] and len(stored(study)) == 9

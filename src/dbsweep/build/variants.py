@@ -198,14 +198,18 @@ def _no_lto(flags: tuple[str, ...]) -> tuple[str, ...]:
 
 def profile_source(variant: Variant) -> Variant:
     """The instrumented build whose training makes a PGO variant's profile: the variant without LTO and without
-    BOLT, as in the method's pgogen build, whose one profile both pgouse and pgouse_lto are built with. `pgo` and
-    `pgo_lto` thus share one instrumented build and training (by one compiler), and differ in LTO alone. Named as
-    the built-in variant of that recipe if there is one (pgo_lto's is pgo), else `<variant>_gen`."""
+    what BOLT needs, as in the method's pgogen build, whose one profile both pgouse and pgouse_lto are built with.
+    `pgo`, `pgo_lto` and `pgo_lto_bolt_base` thus share one instrumented build and training (by one compiler), and
+    differ in LTO and BOLT's flags alone. Those change no code the profile counts: gcc instruments each function's
+    control flow before its hot/cold splitting (which BOLT's builds turn off), `--emit-relocs` is the linker's, and
+    a profile that did not fit would stop the compile with a coverage mismatch. Named as the built-in variant of
+    that recipe if there is one (pgo_lto's is pgo), else `<variant>_gen`."""
     gen = replace(
         variant,
         cflags=_no_lto(variant.cflags),
-        ldflags=_no_lto(variant.ldflags),
+        ldflags=tuple(f for f in _no_lto(variant.ldflags) if f not in BOLT_LDFLAGS),
         bolt=False,
+        for_bolt=False,
         description=f"the instrumented build {variant.name}'s profile comes from",
     )
     if gen.recipe() == variant.recipe():
