@@ -280,3 +280,37 @@ def test_a_step_not_run_yet_is_not_called_failed_in_what_decides(tmp_path: Path)
     assert "its cells have not run yet: dbsweep run)" in answer.what_decides(d, r, "rollback", ir)[0]
     r.cells["rollback"].failed = 1
     assert "a cell failed: dbsweep run --rerun-failed" in answer.what_decides(d, r, "rollback", ir)[0]
+
+
+def unrun(tmp_path: Path, steps: set[str] | None = None) -> data.ReportData:
+    """The real run as if rollback's timed cells (of `steps`, else all) had not run yet."""
+    tmp_path.mkdir()
+    path, store = real_store(tmp_path)
+    try:
+        rows = store.db.execute(
+            "SELECT c.id, c.step FROM cells c JOIN targets t ON t.id = c.target_id WHERE t.name = 'rollback'"
+        ).fetchall()
+        store.db.commit()
+        store.db.execute("PRAGMA foreign_keys = OFF")  # a cell not run has none of what refers to it either
+        for cell, step in rows:
+            if steps is None or step in steps:
+                store.db.execute("DELETE FROM cells WHERE id = ?", (cell,))
+        store.db.commit()
+        return data.gather(load_study(path), store, 1, series=True)
+    finally:
+        store.close()
+
+
+def test_steps_whose_cells_have_not_run_read_as_one_line(tmp_path: Path) -> None:
+    """After a run that only counted, every step waits for its first timed cells: one line says so, not one per
+    step; a few such steps are still named."""
+    d = unrun(tmp_path / "all")
+    whole = answer.lines(answer.Answer(d.base, [answer.for_target(d, "rollback")]), False)
+    waiting = [text for _, text in whole if answer.NOT_RUN in text]
+    assert len(waiting) == 1 and re.fullmatch(
+        rf"\d+ steps \(QPS not measured\): {re.escape(answer.NOT_RUN)}", waiting[0]
+    )
+
+    d = unrun(tmp_path / "one", {READ_ONLY})
+    one = answer.lines(answer.Answer(d.base, [answer.for_target(d, "rollback")]), False)
+    assert any(text.startswith(f"{READ_ONLY} (QPS not measured") and answer.NOT_RUN in text for _, text in one)

@@ -59,6 +59,11 @@ class Change:
     size: float  # |ln ratio| of its largest decided change: the order of the list
 
 
+NOT_RUN = "a measurement of both sides (its cells have not run yet: dbsweep run)"
+# More steps than this, each waiting for its first timed cells (a run that counted only), read as one line.
+NOT_RUN_LISTED = 3
+
+
 @dataclass(frozen=True)
 class Undecided:
     """A step no figure decided, and what would decide it."""
@@ -128,7 +133,7 @@ def what_decides(data: ReportData, row: Row, target: str, ir: InstrRow | None) -
         out.append(
             "a measurement of both sides (a cell failed: dbsweep run --rerun-failed)"
             if failed
-            else "a measurement of both sides (its cells have not run yet: dbsweep run)"
+            else NOT_RUN
         )
     elif n < 2:
         needs = "a second round (repeats = 2, or dbsweep run --until-decided)"
@@ -297,7 +302,12 @@ def lines(answer: Answer, many_clients: bool) -> list[tuple[int, str]]:
             out.append((1, "no change decided" + (f"; {a.same} steps the same" if a.same else "")))
         if a.undecided:
             out.append((1, "QPS undecided, and what would decide it:"))
-            out += [(2, undecided_words(u, many_clients)) for u in a.undecided]
+            unrun = [u for u in a.undecided if u.qps.verdict is None and u.decide == [NOT_RUN]]
+            if len(unrun) <= NOT_RUN_LISTED:
+                unrun = []
+            out += [(2, undecided_words(u, many_clients)) for u in a.undecided if u not in unrun]
+            if unrun:
+                out.append((2, f"{len(unrun)} steps (QPS not measured): {NOT_RUN}"))
         else:
             out.append((1, "every QPS verdict is decided"))
     return out
