@@ -88,20 +88,24 @@ def provenance(name: str, config: str, diff: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def hand_made(tmp_path: Path) -> Iterator[tuple[data.ReportData, Store]]:
-    """Two targets, eight sysbench steps, three repetitions; b's rQPS is RATIOS, its cpu/o 1.2 x a's."""
-    toml = HAND.format(ws=tmp_path / "ws")
+def hand_made(tmp_path: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[data.ReportData, Store]]:
+    """Two targets, eight sysbench steps, three repetitions; b's rQPS is RATIOS, its cpu/o 1.2 x a's. Each of
+    `extra` is a target measured as b is."""
+    toml = HAND.format(ws=tmp_path / "ws") + "".join(
+        f'\n[[targets]]\nname = "{x}"\nconfig = "cx10a_sb1g_c2r24"\n' for x in extra
+    )
     path = tmp_path / "hand.toml"
     path.write_text(toml)
     store = new_store(path, toml)
-    ids = {"a": add_target(store, "a", "cx10a_c2r24"), "b": add_target(store, "b", "cx10a_sb1g_c2r24")}
-    diffs = {"a": "shared_buffers=8GB\n", "b": "shared_buffers=1GB\n"}
+    names = ("a", "b", *extra)
+    ids = {t: add_target(store, t, "cx10a_c2r24" if t == "a" else "cx10a_sb1g_c2r24") for t in names}
+    diffs = {t: "shared_buffers=8GB\n" if t == "a" else "shared_buffers=1GB\n" for t in names}
     for rep in (1, 2, 3):
-        for t in ("a", "b") if rep % 2 else ("b", "a"):
+        for t in names if rep % 2 else names[::-1]:
             for step, ratio in RATIOS.items():
-                qps = 1000.0 * (ratio if t == "b" else 1.0)
+                qps = 1000.0 * (ratio if t != "a" else 1.0)
                 per_op: dict[str, float | None] = {
-                    "cpu/o": 10.0 * (1.2 if t == "b" else 1.0),
+                    "cpu/o": 10.0 * (1.2 if t != "a" else 1.0),
                     "zeta/o": 1.0,
                     "alpha/o": 2.0,
                 }

@@ -228,3 +228,20 @@ def test_group_summaries_carry_the_instruction_ratios(hand: tuple[data.ReportDat
     buf = io.StringIO()
     terminal.render(d, say.console(file=buf, width=240))
     assert "(median 1.001)" in buf.getvalue()
+
+
+def test_targets_that_do_not_fit_the_terminal_go_to_tables_after_it(tmp_path: Path) -> None:
+    """Five targets beside each other need more columns than a 130-column terminal has: squeezed, the figures
+    would be cut. Each table then holds the targets that fit, with the steps and the base's QPS again."""
+    with hand_made(tmp_path, extra=("c", "d", "e")) as (d, _):
+        buf = io.StringIO()
+        terminal.render(d, say.console(file=buf, width=130))
+        out = buf.getvalue()
+        wide = io.StringIO()
+        terminal.render(d, say.console(file=wide, width=1000))
+    titles = re.findall(r"QPS and QPS relative to the base \(a\), run 1 \(([^)]*)\)", out)
+    assert len(titles) > 1 and ", ".join(titles).split(", ") == ["col-2", "col-3", "col-4", "col-5"]
+    assert all(len(line) <= 130 for line in out.splitlines())
+    assert out.count("point-query_range=100") > wide.getvalue().count("point-query_range=100")
+    assert "0.95" in out and "…" not in out  # every figure whole
+    assert "(col-2" not in wide.getvalue()  # where they fit: one table, as before

@@ -130,11 +130,7 @@ def what_decides(data: ReportData, row: Row, target: str, ir: InstrRow | None) -
     out: list[str] = []
     if n == 0:
         failed = any(row.cells[t].failed for t in (data.base, target))
-        out.append(
-            "a measurement of both sides (a cell failed: dbsweep run --rerun-failed)"
-            if failed
-            else NOT_RUN
-        )
+        out.append("a measurement of both sides (a cell failed: dbsweep run --rerun-failed)" if failed else NOT_RUN)
     elif n < 2:
         needs = "a second round (repeats = 2, or dbsweep run --until-decided)"
         if c.rule == "one repetition" and c.multiple is not None and c.noise is not None:

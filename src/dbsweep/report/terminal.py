@@ -68,49 +68,30 @@ def _render_trend(data: ReportData, console: Console) -> None:
 
 def _render_main(data: ReportData, console: Console) -> None:
     others = data.others
-    table = Table(
-        title=f"{data.title}: QPS and QPS relative to the base ({data.base}), {data.runs}",
-        title_justify="left",
-    )
     # With many targets the names no longer fit as headings: number them, as the seeds' tables do.
     numbered = len(others) > 2
     heading = {t: (f"col-{i}" if numbered else t) for i, t in enumerate(data.ordered, 1)}
     with_ci = len(others) <= MAX_CI_TARGETS
-    table.add_column("step", no_wrap=True)
-    table.add_column("clients", justify="right", min_width=7)
-    table.add_column(f"{heading[data.base]}\nQPS", justify="right", overflow="fold", min_width=7)
+    # Targets that do not fit the terminal's width beside each other go to a table after it, each with the steps
+    # and the base again: squeezed, the columns lose their figures.
+    unbounded = console.options.update_width(100_000)  # measured as wide as it would like to be
+    parts: list[list[str]] = []
     for t in others:
-        # Long target names wrap rather than being cut: they are what the reader compares.
-        table.add_column(f"{heading[t]}\nQPS", justify="right", no_wrap=True)
-        table.add_column(f"{heading[t]}\nrQPS", justify="right", no_wrap=True)
-        if with_ci:
-            table.add_column(f"{heading[t]}\n{data.confidence:.0%} CI", justify="right", no_wrap=True)
-        table.add_column(f"{heading[t]}\nverdict", no_wrap=True)
-        if data.instr_rows:
-            table.add_column(f"{heading[t]}\ninstr/event", no_wrap=True)
-    table.add_column("reps", justify="right", min_width=4)
-    group = None
-    for row in data.rows:
-        if row.group != group:
-            group = row.group
-            table.add_row(styled(data.group_titles.get(group, group), "bold"), end_section=False)
-        name = row.name + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
-        cells: list[str | Text] = [name, str(row.clients)]
-        for t in data.ordered:
-            c = row.cells[t]
-            cells.append(styled("failed", "red") if c.failed and not c.values else _num(c.median))
-            if t != data.base:
-                cmp = row.cmp[t]
-                cells.append(_coloured(row.rel[t]))
-                if with_ci:
-                    cells.append(fmt.ci(cmp))
-                cells.append(_verdict_spread(cmp, row.spread))
-                if data.instr_rows:
-                    cells.append(_instr(row.instr.get(t)))
-        reps = sorted({len(c.values) for c in row.cells.values()})
-        cells.append("/".join(str(n) for n in reps))
-        table.add_row(*cells)
-    console.print(table)
+        wide = (
+            console.measure(_main_table(data, [*parts[-1], t], heading, with_ci, ""), options=unbounded)
+            if parts
+            else None
+        )
+        if wide is not None and wide.maximum <= console.width:
+            parts[-1].append(t)
+        else:
+            parts.append([t])
+    title = f"{data.title}: QPS and QPS relative to the base ({data.base}), {data.runs}"
+    for i, part in enumerate(parts or [[]], 1):
+        shown = ", ".join(heading[t] for t in part)
+        console.print(_main_table(data, part, heading, with_ci, f"{title} ({shown})" if len(parts) > 1 else title))
+        if i < len(parts):
+            console.print()
     if numbered:
         console.print("  ".join(f"{heading[t]} = {t}" for t in data.ordered))
     console.print(
@@ -133,6 +114,46 @@ def _render_main(data: ReportData, console: Console) -> None:
     )
     if others and (legend := noise.spread_legend(data.rows)):
         console.print(legend)
+
+
+def _main_table(data: ReportData, others: list[str], heading: dict[str, str], with_ci: bool, title: str) -> Table:
+    """The QPS table of the base and `others`."""
+    table = Table(title=title or None, title_justify="left")
+    table.add_column("step", no_wrap=True)
+    table.add_column("clients", justify="right", min_width=7)
+    table.add_column(f"{heading[data.base]}\nQPS", justify="right", overflow="fold", min_width=7)
+    for t in others:
+        # Long target names wrap rather than being cut: they are what the reader compares.
+        table.add_column(f"{heading[t]}\nQPS", justify="right", no_wrap=True)
+        table.add_column(f"{heading[t]}\nrQPS", justify="right", no_wrap=True)
+        if with_ci:
+            table.add_column(f"{heading[t]}\n{data.confidence:.0%} CI", justify="right", no_wrap=True)
+        table.add_column(f"{heading[t]}\nverdict", no_wrap=True)
+        if data.instr_rows:
+            table.add_column(f"{heading[t]}\ninstr/event", no_wrap=True)
+    table.add_column("reps", justify="right", min_width=4)
+    group = None
+    for row in data.rows:
+        if row.group != group:
+            group = row.group
+            table.add_row(styled(data.group_titles.get(group, group), "bold"), end_section=False)
+        name = row.name + {"rows": " (rows/s)", "Krows": " (Krows/s)"}.get(row.ops_name, "")
+        cells: list[str | Text] = [name, str(row.clients)]
+        for t in [data.base, *others]:
+            c = row.cells[t]
+            cells.append(styled("failed", "red") if c.failed and not c.values else _num(c.median))
+            if t != data.base:
+                cmp = row.cmp[t]
+                cells.append(_coloured(row.rel[t]))
+                if with_ci:
+                    cells.append(fmt.ci(cmp))
+                cells.append(_verdict_spread(cmp, row.spread))
+                if data.instr_rows:
+                    cells.append(_instr(row.instr.get(t)))
+        reps = sorted({len(row.cells[t].values) for t in [data.base, *others]})
+        cells.append("/".join(str(n) for n in reps))
+        table.add_row(*cells)
+    return table
 
 
 def _instr(j: InstrVerdict | None) -> Text:
