@@ -68,9 +68,11 @@ def _render_trend(data: ReportData, console: Console) -> None:
 
 def _render_main(data: ReportData, console: Console) -> None:
     others = data.others
-    # With many targets the names no longer fit as headings: number them, as the seeds' tables do.
+    # With many targets the names no longer fit as headings: number them, as the seeds' tables (and the markdown
+    # report) do, the base apart.
     numbered = len(others) > 2
-    heading = {t: (f"col-{i}" if numbered else t) for i, t in enumerate(data.ordered, 1)}
+    heading = {t: (f"col-{i}" if numbered else t) for i, t in enumerate(others, 1)}
+    heading[data.base] = "base" if numbered else data.base
     with_ci = len(others) <= MAX_CI_TARGETS
     # Targets that do not fit the terminal's width beside each other go to a table after it, each with the steps
     # and the base again: squeezed, the columns lose their figures.
