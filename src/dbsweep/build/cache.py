@@ -23,11 +23,11 @@ its binary rewritten by llvm-bolt (instrumented, trained, optimised; `build.bolt
 rewrites its base's PGO build, profile included, not a second one with a training run of its own.
 
 PGO (gcc only): an instrumented build into a scratch prefix (`Recipe.instrumented`) of the variant's
-`variants.profile_source` (the variant without LTO: `pgo` and `pgo_lto` share it), the recipe's training run on it
-as `Recipe.training_user()` and the recipe's check of the profile. The profile is kept in
-`<root>/profiles/<engine>-<version>-<key16>/` (`data/`, and `profile.json` written last), by the key the
-instrumented build would have, so that the next build from it (pgo_lto after pgo, whatever the variants are named,
-or one whose optimised phase failed) neither compiles nor trains again. The optimised build with
+`variants.profile_source` (the variant without LTO and BOLT's flags: `pgo`, `pgo_lto` and `pgo_lto_bolt_base`
+share it), the recipe's training run on it as `Recipe.training_user()` and the recipe's check of the profile. The
+profile is kept in `<root>/profiles/<engine>-<version>-<key16>/` (`data/`, and `profile.json` written last), by the
+key the instrumented build would have, so that the next build from it (pgo_lto after pgo, whatever the variants are
+named, or one whose optimised phase failed) neither compiles nor trains again. The optimised build with
 `Recipe.optimised`'s flags compiles in the object directory the instrumented one did, `<root>/.pgo-<key12>/build`
 in the root's real path (gcc names each profile file after its object's absolute path, and finds none, silently,
 under another: a profile trained where the root was before it moved is trained again). PGO builds skip ccache:
