@@ -308,7 +308,8 @@ class _Look:
         """The PGO profile `variant` is built with, when it is still to train (its key where the tree is known, so
         that variants of one recipe count it once); None when the build cache keeps it (`cache.Profile`)."""
         _, tree = self._trees.get(spec, (None, None))
-        if tree is not None and tree.identity in self._identities and shutil.which(variant.compiler):
+        if self._keyable(tree, variant):
+            assert tree is not None
             try:
                 kept = cache.Profile.of(self.recipe, tree, variant, self.builds_root, copy)
                 return None if kept.facts() is not None else kept.key
@@ -316,9 +317,13 @@ class _Look:
                 pass
         return f"{spec} {recipes.profile_source(variant).recipe()} {copy}"
 
+    def _keyable(self, tree: SourceTree | None, variant: recipes.Variant) -> bool:
+        """Whether a build of `tree` at `variant` can be keyed: the tree and the compiler are there."""
+        return tree is not None and tree.identity in self._identities and shutil.which(variant.compiler) is not None
+
     def _cached(self, tree: SourceTree | None, variant: recipes.Variant, copy: int) -> cache.Build | None:
         """The build of `tree` at `variant` in the cache, when the tree and the compiler are there to key it."""
-        if tree is None or tree.identity not in self._identities or not shutil.which(variant.compiler):
+        if tree is None or not self._keyable(tree, variant):
             return None
         try:
             return cache.find(self.recipe, tree, variant, self.builds_root, copy)

@@ -461,10 +461,12 @@ class _Builder:
         # PGO builds skip ccache: phase 1 objects hold a one-off profile path, phase 2 depends on the profile.
         self.ccache = not variant.pgo and shutil.which("ccache") is not None
         self.profile: Profile | None = None
+        self.kept: dict[str, Any] | None = None  # the kept profile's record, read once (under the root's lock)
         if variant.pgo and base is None:
             self.profile = Profile.of(recipe, tree, variant, root, copy)
             self.build_dir = self.profile.object_dir
-        trained = self.profile is not None and self.profile.facts() is not None
+            self.kept = self.profile.facts()
+        trained = self.kept is not None
         # A PGO build compiles twice, or once from a kept profile; BOLT on a copy of a build, never.
         if base is not None:
             expected, self.seconds_expected, compiles = 0, None, 0
@@ -560,9 +562,8 @@ class _Builder:
         return list(base.configure_command)
 
     def _pgo(self) -> list[str]:
-        recipe, kept = self.recipe, self.profile
+        recipe, kept, facts = self.recipe, self.profile, self.kept
         assert kept is not None
-        facts = kept.facts()
         span = self.span
         if facts is None:
             self._untrained_source(kept)

@@ -298,12 +298,12 @@ def lines(answer: Answer, many_clients: bool) -> list[tuple[int, str]]:
             out.append((1, "no change decided" + (f"; {a.same} steps the same" if a.same else "")))
         if a.undecided:
             out.append((1, "QPS undecided, and what would decide it:"))
-            unrun = [u for u in a.undecided if u.qps.verdict is None and u.decide == [NOT_RUN]]
-            if len(unrun) <= NOT_RUN_LISTED:
-                unrun = []
-            out += [(2, undecided_words(u, many_clients)) for u in a.undecided if u not in unrun]
-            if unrun:
-                out.append((2, f"{len(unrun)} steps (QPS not measured): {NOT_RUN}"))
+            waiting = [u.qps.verdict is None and u.decide == [NOT_RUN] for u in a.undecided]
+            folded = sum(waiting) > NOT_RUN_LISTED
+            listed = [u for u, w in zip(a.undecided, waiting, strict=True) if not (w and folded)]
+            out += [(2, undecided_words(u, many_clients)) for u in listed]
+            if folded:
+                out.append((2, f"{sum(waiting)} steps (QPS not measured): {NOT_RUN}"))
         else:
             out.append((1, "every QPS verdict is decided"))
     return out
