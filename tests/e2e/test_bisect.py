@@ -1,5 +1,5 @@
 """`dbsweep bisect` for real: a git repository made from SQLite's source tree (the tree, then 12 harmless commits,
-one of which adds a loop to every statement step), built at -O1 and counted with valgrind.
+one of which adds a loop to every statement step), built at -O0 and counted with valgrind.
 
 - By instructions, the bisection names the commit that added the loop, re-verifies it against its parent and
   names the function; killed with SIGKILL midway, it resumes with no build and no finished probe repeated.
@@ -8,7 +8,7 @@ one of which adds a loop to every statement step), built at -O1 and counted with
   test (DBSWEEP_SLOW_TESTS=1; about seven builds of 3-4 min each, cold).
 
 The commits are the same on every run (fixed authors and dates), so their builds live in the test cache
-(DBSWEEP_TEST_CACHE): the first run on a machine builds seven commits (about 45 s each), later runs none.
+(DBSWEEP_TEST_CACHE): the first run on a machine builds seven commits (about 30 s each at -O0), later runs none.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ max_repeats = 4
 min_effect = 0.05
 
 [[variants]]
-name = "o1"
-cflags = "-O1"
+name = "o0"
+cflags = "-O0"
 
 [suite]
 name = "sysbench"
@@ -64,7 +64,7 @@ maintenance_seconds = 0
 [[targets]]
 name = "head"
 source = "git:{repo}@main"
-variant = "o1"
+variant = "o0"
 config = "wal_normal"
 """
 
@@ -98,9 +98,9 @@ def _counts(ws: Path) -> dict[tuple[str, str], tuple[int, str]]:
 
 
 def _built() -> set[str]:
-    """The commits the test cache holds an -O1 build of."""
+    """The commits the test cache holds an -O0 build of."""
     out = set()
-    for meta in (CACHE / "builds").glob("sqlite-*-o1-*/build.json"):
+    for meta in (CACHE / "builds").glob("sqlite-*-o0-*/build.json"):
         identity = json.loads(meta.read_text())["source"]["identity"]
         out.add(identity.removeprefix("git:"))
     return out
@@ -113,7 +113,7 @@ def repo() -> tuple[Path, list[str]]:
     return where, make(_tree(), where, CULPRIT, iterations=300)
 
 
-@pytest.mark.timeout(1800)  # cold: seven builds of about 45 s each before the counts
+@pytest.mark.timeout(1800)  # cold: seven builds of about 30 s each before the counts
 def test_bisect_by_instructions_names_the_commit_and_resumes_after_sigkill(
     tmp: Path, repo: tuple[Path, list[str]]
 ) -> None:
@@ -154,7 +154,7 @@ def test_bisect_by_instructions_names_the_commit_and_resumes_after_sigkill(
     for (name, _step), (_rowid, data) in after.items():
         build = json.loads(data)["build"]
         assert build["source_identity"] == f"git:{next(s for s in shas if s.startswith(name[:12]))}", name
-        assert "-O1" in build["cflags"] and build["compiler_version"] and build["variant"] == "o1"
+        assert "-O0" in build["cflags"] and build["compiler_version"] and build["variant"] == "o0"
     # A third call replays it from the store: the same answer, in markdown, with nothing run.
     md = dbsweep("bisect", study, "--good", shas[0][:10], "--bad", "main", "--format", "markdown").stdout
     assert f"The first bad commit is {shas[CULPRIT][:12]}" in md and "bisectAddedCost" in md
