@@ -20,7 +20,7 @@ from dbsweep.errors import StepError
 from dbsweep.loadclient import StepOutput
 from dbsweep.measure import integrity
 from dbsweep.suites import registry
-from dbsweep.suites.pgbench import Pgbench, PgbenchSettings, output, steps, tool
+from dbsweep.suites.pgbench import Pgbench, PgbenchSettings, logs, output, steps, tool
 
 from .conftest import cli
 
@@ -868,13 +868,13 @@ def test_aborted_clients_are_read_from_both_forms() -> None:
 def test_transaction_logs_are_cut_at_the_warm_up(tmp_path: Path) -> None:
     (tmp_path / "pgbench_log.24740").write_text(SLOW_LOG_0)
     (tmp_path / "pgbench_log.24740.1").write_text(SLOW_LOG_1)
-    tx = output.read_logs(tmp_path.glob("pgbench_log.*"))
+    tx = logs.read_logs(tmp_path.glob("pgbench_log.*"))
     lines = (SLOW_LOG_0 + SLOW_LOG_1).splitlines()
     assert len(tx) == len(lines) == 148 and tx.malformed == 0
     # Worked out here from the text: second 0 is when the first transaction began (its end less its latency).
     origin = min(ended(ln) - int(ln.split()[2]) for ln in lines)
     after = [ln for ln in lines if ended(ln) > origin + 1_000_000]
-    m = output.measured(tx, warmup_s=1)
+    m = logs.measured(tx, warmup_s=1)
     assert m.start_us == origin
     assert m.events == len(after) and m.warmup_events == len(lines) - len(after) and m.errors == {}
     assert 0 < m.warmup_events < m.events
@@ -898,27 +898,27 @@ def test_transaction_logs_are_cut_at_the_warm_up(tmp_path: Path) -> None:
     assert m.lines[0]["ops"] == m.warmup_events
     assert all(40_000 < int(ln["max_us"]) < 45_000 for ln in m.lines)
     # Without a warm-up every transaction is measured.
-    assert output.measured(tx, warmup_s=0).events == 148
+    assert logs.measured(tx, warmup_s=0).events == 148
 
 
 def test_failed_transactions_are_counted_as_errors(tmp_path: Path) -> None:
     (tmp_path / "pgbench_log.24747").write_text(CONFLICT_LOG)
-    tx = output.read_logs([tmp_path / "pgbench_log.24747"])
+    tx = logs.read_logs([tmp_path / "pgbench_log.24747"])
     lines = CONFLICT_LOG.splitlines()
     failed = [ln for ln in lines if ln.split()[2] == "failed"]
     assert len(failed) == 64 and len(tx) == 129
-    m = output.measured(tx, warmup_s=0)
+    m = logs.measured(tx, warmup_s=0)
     assert m.errors == {"failed": 64} and m.error_count == 64 and m.events == 65
     assert sum(int(ln["errors"]) for ln in m.lines) == 64
 
 
 def test_a_log_with_the_rate_limits_schedule_lag(tmp_path: Path) -> None:
     (tmp_path / "pgbench_log.1").write_text(RATE_LOG)
-    tx = output.read_logs([tmp_path / "pgbench_log.1"])
+    tx = logs.read_logs([tmp_path / "pgbench_log.1"])
     assert len(tx) == 17 and tx.latency_us.tolist()[:3] == [1487, 514, 646]
     # A file cut short by a crash: the whole lines are read, the broken one left out.
     (tmp_path / "pgbench_log.1").write_text(RATE_LOG + "0 18 5")
-    cut = output.read_logs([tmp_path / "pgbench_log.1"])
+    cut = logs.read_logs([tmp_path / "pgbench_log.1"])
     assert len(cut) == 17 and cut.malformed == 1
     assert np.array_equal(cut.end_us, tx.end_us)
 
@@ -933,15 +933,15 @@ def test_a_timed_run_streams_its_seconds_and_is_cut_at_its_warm_up(
     mine = tmp_path / "slow.sql"
     mine.write_text(SLOW_SQL)
     s = suite(scale=1, clients=[2], seconds=2, warmup_seconds=1, custom={"slow": str(mine)})
-    logs = {"": SLOW_LOG_0, ".1": SLOW_LOG_1}
+    written = {"": SLOW_LOG_0, ".1": SLOW_LOG_1}
     out, live, ran = replay(
-        tmp_path, monkeypatch, s, "custom:slow", 2, stderr=SLOW_STDERR, stdout=SLOW_STDOUT, logs=logs
+        tmp_path, monkeypatch, s, "custom:slow", 2, stderr=SLOW_STDERR, stdout=SLOW_STDOUT, logs=written
     )
     r = out.result
     assert r.suite == "pgbench" and r.step == "custom:slow" and r.ops_name == "transactions"
     # The logs the stand-in wrote where the command said, beside the step's log.
     tx = tmp_path / "client" / "custom:slow.c2.log.transactions"
-    assert r.events == r.operations == output.measured(output.read_logs(tx.glob("pgbench_log.*")), 1).events
+    assert r.events == r.operations == logs.measured(logs.read_logs(tx.glob("pgbench_log.*")), 1).events
     assert r.ended_early is None and r.error_count == 0 and r.tps == r.rate > 0
     # pgbench's progress lines, streamed as they came; the stored ones are the logs' seconds.
     assert [(ln["t"], ln["phase"], ln["ops"]) for ln in live] == [
@@ -949,7 +949,7 @@ def test_a_timed_run_streams_its_seconds_and_is_cut_at_its_warm_up(
         (2, "measure", 50),
         (3, "measure", 48),
     ]
-    assert out.seconds == output.measured(output.read_logs(tx.glob("pgbench_log.*")), 1).lines
+    assert out.seconds == logs.measured(logs.read_logs(tx.glob("pgbench_log.*")), 1).lines
     d = r.detail
     assert d["pgbench"] == str(debian) and d["pgbench_version"] == VERSION
     assert d["script"] == str(mine) and d["statements_per_event"] == 1 and len(d["script_sha256"]) == 64

@@ -1,6 +1,6 @@
 """Runs pgbench for one step: Postgres's own benchmark client, one fixed binary for every target of a study. Its
 `-P 1` progress lines (stderr) are the step's per-second lines while it runs; when it ends, its per-transaction
-logs (`-l`), cut at the end of the warm-up, are the step's result (`output.measured`), with its CPU from the
+logs (`-l`), cut at the end of the warm-up, are the step's result (`logs.measured`), with its CPU from the
 kernel's account of the finished process (wait4). The load (`pgbench -i`) reports its rows and the seconds of
 each of its phases.
 
@@ -386,8 +386,10 @@ def _ran(
     if not script.startswith("builtin:"):
         detail["script_sha256"] = hashlib.sha256(Path(script).read_bytes()).hexdigest()
     if tx_dir is not None:
+        from dbsweep.suites.pgbench import logs  # numpy: only where a step's logs are read
+
         files = sorted(tx_dir.glob("pgbench_log.*"))
-        m = output.measured(output.read_logs(files), warmup)
+        m = logs.measured(logs.read_logs(files), warmup)
         detail |= {"transaction_logs": len(files), "latency_stddev_us": m.stddev_us, "start_epoch_us": m.start_us}
         events, warm_events, seconds, rate = m.events, m.warmup_events, m.seconds, m.rate
         lat, hist, errors, lines = m.latency, m.histogram, m.errors, m.lines
