@@ -187,8 +187,9 @@ def running_instance(
 
 def worker_cpu() -> Lockstep:
     """The CPU this test worker's in-process counts run on in lockstep: the last for the first worker, the one
-    before it for the second, so two workers counting at once do not share one CPU (each count holds its CPU at a
-    fixed priority, and two on one CPU take turns)."""
+    before it for the second, and so on round the CPUs, so two workers counting at once do not share one CPU while
+    there are CPUs enough (each count holds its CPU at a fixed priority, and two on one CPU take turns: slower, the
+    same count)."""
     cpus = sorted(os.sched_getaffinity(0))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
