@@ -8,6 +8,7 @@ prints a line at least every 30 s with its objects compiled of the total and the
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import time
@@ -96,10 +97,13 @@ class BuildLog:
     own log file, so a long build would otherwise say nothing for minutes).
 
     The time left is the objects still to compile at the pace of those compiled so far (the time spent in compile
-    steps over the objects they made), from the first object on; the configure, the install and a PGO training
-    run are not in it. Before the first object it is what the newest like build in the cache took, less the time
-    this one has taken so far; with no such build, not known.
+    steps over the objects they made), from the first object on, or at the pace of the last `window` seconds of
+    compiling when that is slower (objects ccache had came in hundreds a minute, and the rest will not); the
+    configure, the install and a PGO training run are not in it. Before the first object it is what the newest
+    like build in the cache took, less the time this one has taken so far; with no such build, not known.
     """
+
+    window = 300.0  # seconds of compiling the recent pace is taken over
 
     def __init__(
         self, console: Console, what: str, clock: Callable[[], float] = time.monotonic, every: float = 30.0
@@ -113,6 +117,7 @@ class BuildLog:
         self.status: Status | None = None
         self.since = self.t0  # when `status` came
         self.compile_seconds = 0.0  # in compile steps, up to `since`
+        self.marks: collections.deque[tuple[float, int]] = collections.deque()  # (compile seconds, objects) seen
         self.lock = threading.Lock()  # the build's thread updates, the ticker's prints
 
     @property
@@ -126,6 +131,11 @@ class BuildLog:
             if self.status is not None and self.status.compiling:
                 self.compile_seconds += now - self.since
             self.status, self.since = status, now
+            if status.objects > 0:
+                self.marks.append((self.compile_seconds, status.objects))
+                # Keep one mark at least a window old: the recent pace is taken from it.
+                while len(self.marks) > 2 and self.compile_seconds - self.marks[1][0] >= self.window:
+                    self.marks.popleft()
         self.tick()
 
     def left(self, now: float) -> float | None:
@@ -135,7 +145,10 @@ class BuildLog:
             return None
         seconds = self.compile_seconds + (now - self.since if s.compiling else 0.0)
         if s.objects > 0 and seconds > 0:
-            return seconds / s.objects * max(0, s.objects_total - s.objects)
+            pace = seconds / s.objects
+            if self.marks and seconds - self.marks[0][0] >= self.window and s.objects > self.marks[0][1]:
+                pace = max(pace, (seconds - self.marks[0][0]) / (s.objects - self.marks[0][1]))
+            return pace * max(0, s.objects_total - s.objects)
         if s.seconds_expected is not None and s.objects < s.objects_total and now - self.t0 < s.seconds_expected:
             return s.seconds_expected - (now - self.t0)
         return None  # no like build, or this one has taken longer already

@@ -225,6 +225,26 @@ def test_a_build_on_a_terminal_prints_no_lines_and_its_bar_shows_the_same_figure
     assert log.figures() == "compile, 1300/1300 objects · linking or past the estimate, time left not known"
 
 
+def test_after_a_burst_of_cached_objects_the_time_left_follows_the_recent_pace() -> None:
+    """900 objects ccache had, 0.1 s each, then one every 2 s: the pace of the whole compile (0.45 s) would promise
+    a quarter of the time the rest takes; the last five minutes' pace holds."""
+    clock = Clock()
+    console, _ = log_console(terminal=True)
+    log = BuildLog(console, WHAT, clock)
+    done = 0
+    for _ in range(900):
+        clock.now += 0.1
+        done += 1
+        log.update(Status(0.1, "compile", done, 1500, compiling=True))
+    assert log.figures() == "compile, 900/1500 objects · about 1 min 00 s left"  # nothing says otherwise yet
+    for _ in range(200):
+        clock.now += 2
+        done += 1
+        log.update(Status(0.1, "compile", done, 1500, compiling=True))
+    # 490 s for 1100 objects would say 400 x 0.45 s = 3 min; the last 300 s made 150 objects.
+    assert log.figures() == "compile, 1100/1500 objects · about 13 min 20 s left"
+
+
 def test_before_the_first_object_the_time_left_is_what_the_last_like_build_took() -> None:
     clock = Clock()
     console, buf = log_console()
