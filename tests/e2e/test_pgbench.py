@@ -149,10 +149,12 @@ def test_instructions_per_transaction_of_select_only(tmp: Path) -> None:
     assert "select-only instructions" in run.stderr, run.stderr
     assert all(c[3] == "done" for c in stored_cells(tmp / "ws"))
     db = sqlite3.connect(tmp / "ws" / "results.db")
-    stored = dict(db.execute("SELECT step, data FROM instructions").fetchall())
+    stored = {step: (data, error) for step, data, error in db.execute("SELECT step, data, error FROM instructions")}
     db.close()
     assert set(stored) == {"select-only"}
-    count = json.loads(stored["select-only"])
+    data, error = stored["select-only"]
+    assert error is None, (error, run.stderr)
+    count = json.loads(data)
     # A transaction of select-only is one statement; the backend's work for it is tens of thousands of instructions.
     assert count["statements_per_event"] == 1 and count["unit"] == "events" and count["counted"] == "server"
     assert 10_000 < count["per_event"] < 500_000 and count["per_query"] == count["per_event"]
