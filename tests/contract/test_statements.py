@@ -128,7 +128,7 @@ def test_statements_per_event(server: Instance, support: Support, tmp: Path, wor
         rx = _rx(pattern, r"\?" + rf"(, \?){{{eff_range - 1}}}", support)
         calls = sum(cl for q, (cl, _) in seen.items() if rx.match(q))
         # Every event runs its statements; an event cut by the end of the step may have run only some.
-        least = per_event * r.events * (1 - support.record_slack)
+        least = per_event * r.events - support.record_missed
         assert least <= calls <= per_event * events, (pattern, calls, r.events, seen)
     unexpected = [q for q in seen if not any(_rx(p, r"\?(, \?)*", support).match(q) for p, _ in expected)]
     assert not [q for q in unexpected if q not in ("ROLLBACK",)], unexpected

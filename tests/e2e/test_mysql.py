@@ -22,6 +22,9 @@ pytestmark = [
 ]
 
 
+# Its run may take up to half an hour beside other tests (the counts of a server started under valgrind): the
+# run's own timeout, not pytest's ten minutes, is the limit.
+@pytest.mark.timeout(1900)
 def test_a_study_counts_a_logging_config_slower_and_says_why(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sourcebuilds.source_install("mysql")  # skipped, saying why, unless slow tests are asked for
     logged = "\ngeneral_log = ON\ngeneral_log_file = general.log\n"
