@@ -9,9 +9,10 @@ CARGO=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
 echo "==> ruff"
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
-# The load client's tests, clippy and mypy run beside pytest, at a lower priority: from a fresh clone they take
-# 130 s of a machine's two CPUs (the Rust tests compile for 76 s), while pytest leaves CPU time idle as its tests
-# wait on servers. Their output follows pytest's. They run in a process group of their own, stopped on any exit.
+# The load client's tests, clippy and mypy run beside pytest, at a lower priority: from a fresh clone they took
+# 130 s before pytest could begin (the Rust tests compile for 76 s); beside it they take what CPU time its workers
+# leave (here the CPUs were then 96 % busy through the run). Their output follows pytest's. They run in a process
+# group of their own, stopped on any exit.
 echo "==> cargo test, cargo clippy and mypy (beside pytest; their output follows it)"
 checks_log=$(mktemp)
 setsid nice -n 10 bash -c '
