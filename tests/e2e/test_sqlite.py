@@ -210,6 +210,37 @@ def test_pgo_build_is_trained_through_the_load_client() -> None:
     assert lto.install.short_version == VERSION
 
 
+@pytest.mark.skipif(not SLOW, reason="two builds and a BOLT training run (about 4 minutes): set DBSWEEP_SLOW_TESTS=1")
+def test_bolt_build_is_rewritten_from_its_training_and_counted(tmp: Path) -> None:
+    """The bolt variant: llvm-bolt rewrites a copy of bolt_base's library with an instrumentation profile of the
+    training workload, records how, and valgrind counts the rewritten library as it counts any other, by function."""
+    engine = engine_named("sqlite")
+    tree = debian.resolve_debian(VERSION, VERSION, CACHE / "sources", naming=engine.naming)
+    b = cache.build(engine.recipe(), tree, variants.builtin("bolt"), CACHE / "builds")
+    base = cache.build(engine.recipe(), tree, variants.bolt_base(variants.builtin("bolt")), CACHE / "builds")
+    rec = b.metadata["bolt"]
+    assert rec["version"] and rec["options"] and rec["profile_kind"] == "instrumentation", rec
+    assert rec["profile_files"] >= 1 and rec["profile_bytes"] > 0 and rec["training_seconds"] > 0, rec
+    assert b.metadata["bolt_of"]["key"] == base.key  # what was rewritten is that build, named by its key
+    artefact = engine.recipe().artefact
+    rewritten, before = (b.install_dir / artefact).read_bytes(), (base.install_dir / artefact).read_bytes()
+    assert rewritten != before and b".note.bolt_info" in rewritten and b".note.bolt_info" not in before
+    suite = Sysbench(SysbenchSettings(rows=5000))
+    counts = {}
+    for name, build in (("base", base), ("bolt", b)):
+        counts[name] = instructions.instructions_per_op(
+            engine, build.install, "journal_mode = WAL\n", tmp / name, step="point-query_range=100",
+            load=[suite.command("load", 1)], plan=suite.instruction_plan("point-query_range=100", 1),
+            tables=suite.tables(), cpus=worker_cpu(),
+        )  # fmt: skip
+    for name, count in counts.items():
+        assert 1_000 < count.per_query < 500_000, (name, count.per_query)  # a primary-key lookup, in the client
+        names = [f["function"] for f in count.functions]
+        assert any(n.startswith("sqlite3") for n in names), (name, names[:10])  # symbols survive the rewrite
+    # The same statements: BOLT moves code, it does not change what runs, so the counts stay within a few per cent.
+    assert abs(counts["bolt"].per_event / counts["base"].per_event - 1) < 0.05
+
+
 def test_a_long_run_that_ended_early_is_no_count(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs do a fixed number of events; a long run that did no more than its short one (the client stopped
     at its time limit) gives no figure, and says why."""
