@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dbsweep.build import cache, variants
+from dbsweep.engines.base import Install
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import StepError
 from dbsweep.measure import instructions
@@ -167,21 +168,25 @@ def test_a_pragma_sqlite_does_not_take_is_refused_before_any_work(built: cache.B
     assert "PRAGMA no_such_pragma (unknown.conf:2), which SQLite 3.40.1 does not know" in r.stdout + r.stderr
 
 
-def test_instructions_count_the_whole_client(tmp: Path) -> None:
-    engine = engine_named("sqlite")
-    install = engine.system_install("system")
+def count_point_query(install: Install, config_text: str, home: Path) -> instructions.InstructionCount:
+    """The instruction count of a point query on 5,000 rows, the client opening `install`'s library."""
     suite = Sysbench(SysbenchSettings(rows=5000))
-    count = instructions.instructions_per_op(
-        engine,
+    return instructions.instructions_per_op(
+        engine_named("sqlite"),
         install,
-        "journal_mode = WAL\ncache_size = -65536\n",
-        tmp / "vg",
+        config_text,
+        home,
         step="point-query_range=100",
         load=[suite.command("load", 1)],
         plan=suite.instruction_plan("point-query_range=100", 1),
         tables=suite.tables(),
         cpus=worker_cpu(),
     )
+
+
+def test_instructions_count_the_whole_client(tmp: Path) -> None:
+    install = engine_named("sqlite").system_install("system")
+    count = count_point_query(install, "journal_mode = WAL\ncache_size = -65536\n", tmp / "vg")
     assert count.counted == "client"
     assert 5_000 < count.per_query < 500_000, count.per_query  # a point query, the client's own work included
     assert count.spread < 0.02, [p.per_event for p in count.pairs]
@@ -225,14 +230,10 @@ def test_bolt_build_is_rewritten_from_its_training_and_counted(tmp: Path) -> Non
     artefact = engine.recipe().artefact
     rewritten, before = (b.install_dir / artefact).read_bytes(), (base.install_dir / artefact).read_bytes()
     assert rewritten != before and b".note.bolt_info" in rewritten and b".note.bolt_info" not in before
-    suite = Sysbench(SysbenchSettings(rows=5000))
-    counts = {}
-    for name, build in (("base", base), ("bolt", b)):
-        counts[name] = instructions.instructions_per_op(
-            engine, build.install, "journal_mode = WAL\n", tmp / name, step="point-query_range=100",
-            load=[suite.command("load", 1)], plan=suite.instruction_plan("point-query_range=100", 1),
-            tables=suite.tables(), cpus=worker_cpu(),
-        )  # fmt: skip
+    counts = {
+        name: count_point_query(x.install, "journal_mode = WAL\n", tmp / name)
+        for name, x in (("base", base), ("bolt", b))
+    }
     for name, count in counts.items():
         assert 1_000 < count.per_query < 500_000, (name, count.per_query)  # a primary-key lookup, in the client
         names = [f["function"] for f in count.functions]
