@@ -6,6 +6,7 @@ the file, the field path and the problem.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -593,9 +594,10 @@ def _semantic_problems(study: Study) -> list[tuple[str, str]]:
     elif suite.steps is not None:
         for i, s in enumerate(suite.steps):
             if bench.canonical(s) is None:
-                problems.append(
-                    (f"suite.steps[{i}]", f"unknown {suite.name} step {s!r}; have: {', '.join(bench.step_names())}")
-                )
+                near = difflib.get_close_matches(s, bench.step_names(), n=3)
+                hint = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
+                have = ", ".join(bench.step_names())
+                problems.append((f"suite.steps[{i}]", f"unknown {suite.name} step {s!r}; {hint}have: {have}"))
     if len(set(suite.clients)) != len(suite.clients):
         problems.append(("suite.clients", "client counts must not repeat"))
     counted = list(bench.instruction_steps()) if not problems else []

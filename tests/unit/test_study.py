@@ -77,7 +77,7 @@ BAD = [
     (
         "unknown step",
         GOOD.replace('"point-query"', '"point-qurey"'),
-        "suite.steps[0]: unknown sysbench step 'point-qurey'",
+        "suite.steps[0]: unknown sysbench step 'point-qurey'; did you mean 'point-query_range=100'",
     ),
     ("unknown engine", GOOD.replace('"postgres"', '"oracle"'), "engine: 'oracle' is not allowed; expected 'postgres'"),
     (

@@ -69,6 +69,15 @@ def test_short_names_mean_range_100() -> None:
     assert Ibench.canonical("qr100") == "qr100" and Ibench.canonical("qr300") is None
 
 
+def test_a_workload_at_one_range_is_named_without_it() -> None:
+    assert Sysbench.canonical("read-only-sum") == "read-only-sum_range=1000"
+    assert Sysbench.canonical("write-only") == "write-only_range=10000"
+    # Several ranges: the short name is range=100's, and a workload with none at 100 has no short name.
+    assert Sysbench.canonical("random-points") == "random-points_range=100"
+    assert Sysbench.canonical("read-only") == "read-only_range=100"
+    assert all(Sysbench.canonical(short) == full for short, full in ALIASES.items())
+
+
 def test_the_load_client_knows_every_sysbench_workload() -> None:
     out = subprocess.run([paths.load_binary(), "list", "--json"], capture_output=True, text=True, check=True).stdout
     known = {w["name"] for w in map(json.loads, out.splitlines())}

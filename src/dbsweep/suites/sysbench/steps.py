@@ -224,5 +224,16 @@ SETS: dict[str, list[str]] = {
     ),
 }
 
-# Short names for the steps that exist at one range only in the seeds' default (range=100).
-ALIASES = {s.name.removesuffix("_range=100"): s.name for s in _ALL if s.name.endswith("_range=100")}
+
+def _aliases() -> dict[str, str]:
+    """Short names without the range: a step's own when it is the only range of its workload
+    (`read-only-sum` is `read-only-sum_range=1000`), else the seeds' default, range=100."""
+    ranges: dict[str, list[str]] = {}
+    for step in _ALL:
+        ranges.setdefault(step.name.rsplit("_range=", 1)[0], []).append(step.name)
+    out = {short: names[0] for short, names in ranges.items() if len(names) == 1}
+    out.update({s.name.removesuffix("_range=100"): s.name for s in _ALL if s.name.endswith("_range=100")})
+    return out
+
+
+ALIASES = _aliases()
