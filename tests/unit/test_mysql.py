@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from dbsweep.build.recipe import Phase
-from dbsweep.build.variants import Variant, builtin
+from dbsweep.build.variants import Variant, bolt_base, builtin
 from dbsweep.engines.mariadb.build import OPTIONS as MARIADB_OPTIONS
 from dbsweep.engines.mysql import Install, Server, source
-from dbsweep.engines.mysql.build import OPTIONS, RECIPE
+from dbsweep.engines.mysql.build import OPTIONS, RECIPE, _cache_entries, compile_flags, link_flags
 from dbsweep.engines.registry import engine_named
 from dbsweep.errors import DbsweepError, ServerError
 from dbsweep.sources import SourceTree, debian
@@ -85,6 +85,52 @@ def test_the_recipe_has_mysqls_options_not_mariadbs(tmp_path: Path) -> None:
     assert RECIPE.artefact == "bin/mysqld" and RECIPE.engine == "mysql"
 
 
+def test_a_variants_link_flags_survive_debians_package_flags(tmp_path: Path) -> None:
+    # On Debian, MySQL's configure sets CMAKE_*_LINKER_FLAGS to dpkg-buildflags' LDFLAGS: the variant's go to
+    # the build type's, which CMake adds after them (BOLT's --emit-relocs was lost as a plain one).
+    cmd = RECIPE.cmake_command(_phase(tmp_path, bolt_base(builtin("bolt")), _tree(tmp_path / "tree")))
+    for kind in ("EXE", "SHARED", "MODULE"):
+        assert f"-DCMAKE_{kind}_LINKER_FLAGS_RELWITHDEBINFO=-Wl,--emit-relocs" in cmd
+    assert not [a for a in cmd if a.startswith(("-DCMAKE_EXE_LINKER_FLAGS=", "-DCMAKE_SHARED_LINKER_FLAGS="))]
+    plain = RECIPE.cmake_command(_phase(tmp_path, builtin("def"), _tree(tmp_path / "tree")))
+    assert not [a for a in plain if "LINKER_FLAGS" in a]
+
+
+def test_the_record_is_the_servers_own_compile_flags_and_link_line(tmp_path: Path) -> None:
+    flags_make = (
+        "# CMAKE generated file: DO NOT EDIT!\nCXX_DEFINES = -DHAVE_CONFIG_H\n"
+        "CXX_FLAGS = -fno-omit-frame-pointer -g -O2 -fstack-protector-strong  -O2 -g -DNDEBUG -std=c++20\n"
+    )
+    cflags = compile_flags(flags_make)
+    assert cflags == "-fno-omit-frame-pointer -g -O2 -fstack-protector-strong -O2 -g -DNDEBUG -std=c++20"
+    link = (
+        "/usr/bin/c++ -fno-omit-frame-pointer -g -O2 -fstack-protector-strong -O2 -g -DNDEBUG -std=c++20 "
+        "-Wl,-z,relro -Wl,--emit-relocs -rdynamic CMakeFiles/mysqld.dir/main.cc.o -o ../bin/mysqld -lssl -lcrypto"
+    )
+    assert link_flags(link, cflags) == "-Wl,-z,relro -Wl,--emit-relocs -rdynamic"
+    record = {
+        "server_version": "mysqld  Ver 9.7.2 for Linux on x86_64 (Source distribution)",
+        "cmake": "cmake -S /src -B .",
+        "cmake_cache": {"CMAKE_C_COMPILER": "/usr/bin/gcc", "CMAKE_C_FLAGS": "", "CMAKE_C_FLAGS_RELWITHDEBINFO": "-O2"},
+        "mysqld_flags": cflags,
+        "mysqld_link": link,
+    }
+    record["cmake_cache"]["CMAKE_EXE_LINKER_FLAGS"] = ""
+    facts = RECIPE.facts(record)
+    assert (facts.cflags, facts.ldflags) == (cflags, "-Wl,-z,relro -Wl,--emit-relocs -rdynamic")
+    # The build type's link flags are read from CMake's cache by their own names.
+    cache = tmp_path / "share" / "dbsweep" / "CMakeCache.txt"
+    cache.parent.mkdir(parents=True)
+    cache.write_text("CMAKE_EXE_LINKER_FLAGS_RELWITHDEBINFO:STRING=-Wl,--emit-relocs\n")
+    assert _cache_entries(tmp_path, ["CMAKE_EXE_LINKER_FLAGS_RELWITHDEBINFO", "CMAKE_MODULE_LINKER_FLAGS"]) == {
+        "CMAKE_EXE_LINKER_FLAGS_RELWITHDEBINFO": "-Wl,--emit-relocs",
+        "CMAKE_MODULE_LINKER_FLAGS": "",
+    }
+    # A build that did not keep them says what CMake's cache has.
+    del record["mysqld_flags"], record["mysqld_link"]
+    assert RECIPE.facts(record).cflags == "-O2"
+
+
 def test_only_the_server_is_built_and_what_it_reads_installed(tmp_path: Path) -> None:
     phase = _phase(tmp_path, builtin("def"), _tree(tmp_path / "tree"))
     cmd = RECIPE.cmake_command(phase)
@@ -116,6 +162,14 @@ def test_only_the_server_is_built_and_what_it_reads_installed(tmp_path: Path) ->
     assert (root / "bin" / "mysqld").is_file() and (root / "lib" / "plugin").is_dir()
     assert (root / "share" / "english" / "errmsg.sys").read_text() == "messages"
     assert not (root / "mysql-test").exists()
+    # The compile flags and link line CMake wrote for the server are kept as the build's record.
+    target = build / "sql" / "CMakeFiles" / "mysqld.dir"
+    target.mkdir(parents=True)
+    (target / "flags.make").write_text("CXX_FLAGS = -O2 -g\n")
+    (target / "link.txt").write_text("/usr/bin/c++ -O2 -g -Wl,--emit-relocs main.o -o mysqld\n")
+    subprocess.run(steps[0].argv, cwd=build, env={**os.environ, **steps[0].env}, check=True)
+    assert (root / "share" / "dbsweep" / "mysqld-flags.make").read_text() == "CXX_FLAGS = -O2 -g\n"
+    assert (root / "share" / "dbsweep" / "mysqld-link.txt").is_file()
     # A tree without a server binary is a plain error.
     (build / "runtime_output_directory" / "mysqld").unlink()
     failed = subprocess.run(

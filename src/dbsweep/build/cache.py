@@ -671,7 +671,7 @@ class _Builder:
             _chown_tree(profile, user)
             instrumented = scratch / f"{target.name}.instrumented"
             self.say("BOLT: instrumenting")
-            self.span(0.90, "BOLT: instrumenting")
+            self.span(0.90, "instrumenting")
             skipped: list[str] = []
             self._run_bolt(
                 "llvm-bolt -instrument",
@@ -702,7 +702,7 @@ class _Builder:
             self._run(Step("merge-fdata", (str(t.merge), *map(str, files), "-o", str(merged), "-q")))
             rewritten = scratch / f"{target.name}.bolt"
             self.say("BOLT: rewriting")
-            self.span(0.97, "BOLT: rewriting")
+            self.span(0.97, "rewriting")
             self._run_bolt("llvm-bolt", lambda: bolt.optimise_command(t, target, rewritten, merged, skipped), skipped)
             same = bolt.folded(target, rewritten)
             mode = target.stat().st_mode

@@ -22,16 +22,27 @@ What a version's tree needs:
 
 The record is CMake's cache, as for MariaDB; the probe asks `mysqld --version`. PGO's profile must hold the
 server's objects (sql/, InnoDB's storage/innobase/), as MariaDB's must.
+
+A gcc `RelWithDebInfo` build on a Debian host takes Debian's package flags (`WITH_PACKAGE_FLAGS`, on there by
+default): MySQL's configure sets `CMAKE_C_FLAGS`, `CMAKE_CXX_FLAGS` and the three `CMAKE_*_LINKER_FLAGS` to what
+`dpkg-buildflags` says (`-fstack-protector-strong -D_FORTIFY_SOURCE=2 ...`, `-Wl,-z,relro`), replacing what the
+command line gave them. So a variant's link flags go to the build type's (`CMAKE_EXE_LINKER_FLAGS_RELWITHDEBINFO`,
+which CMake adds after those, as the variant's compile flags go to `CMAKE_CXX_FLAGS_RELWITHDEBINFO`): given as
+`CMAKE_EXE_LINKER_FLAGS`, BOLT's `-Wl,--emit-relocs` was dropped and `mysqld` had no relocations to rewrite. And
+CMake's cache does not hold the flags a compile got, so the record keeps the server's own: the `flags.make` and
+`link.txt` CMake wrote for `mysqld` (`serveronly`), the exact compile flags and link line.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from dbsweep.build.recipe import Failure, Phase, Step
-from dbsweep.engines.mariadb.build import MariadbRecipe
+from dbsweep.build.recipe import Facts, Failure, Phase, Step
+from dbsweep.engines.mariadb.build import BUILD_TYPE, CACHE_RECORD, RECORD_DIR, MariadbRecipe, read_cmake_cache
 from dbsweep.engines.mysql import source
 from dbsweep.engines.mysql.install import Install
 from dbsweep.engines.mysql.instance import Server
@@ -71,6 +82,10 @@ OPTIONS = (
 )
 # Objects a build with these options compiles, for progress until a build in this root says better.
 OBJECTS_ESTIMATE = 1450
+LINK_KINDS = ("EXE", "SHARED", "MODULE")
+# The server's own compile flags and link line, as CMake wrote them for the `mysqld` target (`serveronly`).
+FLAGS_RECORD = f"{RECORD_DIR}/mysqld-flags.make"
+LINK_RECORD = f"{RECORD_DIR}/mysqld-link.txt"
 
 
 class MysqlRecipe(MariadbRecipe):
@@ -113,12 +128,35 @@ class MysqlRecipe(MariadbRecipe):
         ]
 
     def cmake_command(self, phase: Phase) -> list[str]:
-        cmd = super().cmake_command(phase)
+        # The variant's link flags as the build type's: the plain ones are Debian's package flags' (above).
+        plain = tuple(f"-DCMAKE_{kind}_LINKER_FLAGS=" for kind in LINK_KINDS)
+        cmd = [
+            a.replace("_LINKER_FLAGS=", f"_LINKER_FLAGS_{BUILD_TYPE.upper()}=", 1) if a.startswith(plain) else a
+            for a in super().cmake_command(phase)
+        ]
         # A mysql-boost tarball's boost, for the versions that do not carry their own under extra/.
         shipped = phase.tree.path / "boost"
         if shipped.is_dir() and not (phase.tree.path / "extra" / "boost").is_dir():
             cmd.append(f"-DWITH_BOOST={shipped}")
         return cmd
+
+    def probe(self, install_dir: Path) -> dict[str, Any]:
+        record = super().probe(install_dir)
+        kind = BUILD_TYPE.upper()
+        record["cmake_cache"] |= _cache_entries(install_dir, [f"CMAKE_{k}_LINKER_FLAGS_{kind}" for k in LINK_KINDS])
+        flags, link = install_dir / FLAGS_RECORD, install_dir / LINK_RECORD
+        if flags.is_file() and link.is_file():
+            record["mysqld_flags"] = compile_flags(flags.read_text(errors="replace"))
+            record["mysqld_link"] = link.read_text(errors="replace").strip()
+        return record
+
+    def facts(self, record: Mapping[str, Any]) -> Facts:
+        """The server's own compile flags and link flags where the build kept them, else CMake's cache's."""
+        facts = super().facts(record)
+        if "mysqld_flags" not in record:
+            return facts
+        cflags = record["mysqld_flags"]
+        return Facts(facts.version, facts.cc, cflags, link_flags(record["mysqld_link"], cflags), facts.configure)
 
     def explain(self, failure: Failure) -> str:
         if failure.step.what == "cmake" and "DOWNLOAD_BOOST" in failure.tail:
@@ -127,6 +165,32 @@ class MysqlRecipe(MariadbRecipe):
                 "tarball of this version, which has it under boost/."
             )
         return super().explain(failure)
+
+
+def _cache_entries(install_dir: Path, names: list[str]) -> dict[str, str]:
+    cache = read_cmake_cache(install_dir / CACHE_RECORD)
+    return {n: cache.get(n, "") for n in names}
+
+
+def compile_flags(flags_make: str) -> str:
+    """`CXX_FLAGS = ...` of a CMake target's flags.make: what each C++ compile of the target got."""
+    for line in flags_make.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == "CXX_FLAGS":
+            return " ".join(value.split())
+    return ""
+
+
+def link_flags(link_line: str, cflags: str) -> str:
+    """The flags of a CMake link line (compiler, flags, objects, `-o`, libraries) that are not compile flags."""
+    compile_ = set(cflags.split())
+    out: list[str] = []
+    for arg in shlex.split(link_line)[1:]:
+        if arg == "-o" or not arg.startswith("-"):
+            break
+        if arg not in compile_ and arg not in out:
+            out.append(arg)
+    return " ".join(out)
 
 
 RECIPE = MysqlRecipe()

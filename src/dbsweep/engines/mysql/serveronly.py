@@ -22,6 +22,11 @@ from pathlib import Path
 BINARIES = ("runtime_output_directory/mysqld", "sql/mysqld")
 # CMake's install script of the files the server reads at run time: MySQL 8.0 and later, then 5.7.
 SHARE_SCRIPTS = ("share/cmake_install.cmake", "sql/share/cmake_install.cmake")
+# The compile flags and link line CMake wrote for the server (Makefiles), kept as the build's record of them.
+TARGET_RECORDS = (
+    ("sql/CMakeFiles/mysqld.dir/flags.make", "mysqld-flags.make"),
+    ("sql/CMakeFiles/mysqld.dir/link.txt", "mysqld-link.txt"),
+)
 
 
 def install(build_dir: Path, root: Path, prefix: str) -> None:
@@ -36,6 +41,11 @@ def install(build_dir: Path, root: Path, prefix: str) -> None:
     (root / "lib" / "plugin").mkdir(parents=True, exist_ok=True)
     cmake = ["cmake", f"-DCMAKE_INSTALL_PREFIX={prefix}", "-DCMAKE_INSTALL_COMPONENT=Server", "-P", str(script)]
     subprocess.run(cmake, cwd=build_dir, check=True, env=os.environ.copy())
+    record = root / "share" / "dbsweep"
+    record.mkdir(parents=True, exist_ok=True)
+    for made, kept in TARGET_RECORDS:
+        if (build_dir / made).is_file():
+            shutil.copyfile(build_dir / made, record / kept)
 
 
 def main(argv: list[str]) -> None:
