@@ -551,7 +551,8 @@ def test_a_function_without_a_file_is_matched_by_its_name() -> None:
         ("errfinish.cold", "errfinish"),
         ("f.constprop.0.isra.0.cold.12", "f"),  # combinations, numbered or not
         ("f.part.11.lto_priv.3", "f"),
-        ("f.constprop.0'2", "f'2"),  # callgrind's recursion level stays
+        ("f.constprop.0'2", "f"),  # and callgrind's recursion levels
+        ("row_search_mvcc(unsigned char*) [clone .cold.0]'3", "row_search_mvcc(unsigned char*)"),
         ("handler::ha_write_row(unsigned char const*) [clone .cold]", "handler::ha_write_row(unsigned char const*)"),
         ("rocksdb::f(int) [clone .isra.0] [clone .constprop.1]", "rocksdb::f(int)"),
         ("other.c", "other.c"),
@@ -610,6 +611,27 @@ def test_a_function_and_its_clones_are_kept_and_diffed_as_one() -> None:
         120,
         130,
     )
+
+
+def test_a_bolt_split_functions_recursion_levels_are_one_function() -> None:
+    """MySQL's row_search_mvcc after BOLT split it: callgrind takes the jumps into its cold part and back for calls,
+    so most of its own cost is at a second level `'2` the base build never had. The diff sees one function."""
+    row = "storage/innobase/row/row0sel.cc"
+    base = prof(
+        FunctionCost("row_search_mvcc", row, 1, None, 44_000, 300_000),
+        FunctionCost("ha_rnd_next", "handler.cc", 1, None, 4_500, 304_000),
+    )
+    target = prof(
+        FunctionCost("row_search_mvcc", "???", 1, None, 11_300, 299_000),
+        FunctionCost("row_search_mvcc'2", "???", 1, None, 32_800, 150_000),
+        FunctionCost("row_search_mvcc [clone .cold.0]", "???", 1, None, 50, 150_000),
+        FunctionCost("ha_rnd_next", "???", 1, None, 4_450, 302_000),
+    )
+    changes = {c.function: c for c in fx.diff(base, target)}
+    assert set(changes) == {"row_search_mvcc", "ha_rnd_next"}
+    mvcc = changes["row_search_mvcc"]
+    assert (mvcc.base_self, mvcc.target_self) == (44_000, 44_150)  # the levels and the cold part added
+    assert (mvcc.base_inclusive, mvcc.target_inclusive) == (300_000, 299_000)  # the outer level's holds the rest
 
 
 def test_top_functions_keeps_the_largest_by_self_and_by_inclusive() -> None:

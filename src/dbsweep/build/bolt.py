@@ -14,11 +14,12 @@ the original comes back and is rewritten with the merged profile:
 
 BOLT needs the binary's relocations (`-Wl,--emit-relocs`), which every BOLT variant links with; a binary without
 them (a build system that did not pass the flag on) fails its build saying so. The rewritten binary keeps its
-symbols, so valgrind names every function as in any other build. Its DWARF is left as the compiler wrote it: the
-DWARF that `--update-debug-sections` rewrites is beyond valgrind 3.19 (it gave up reading a BOLTed PGO + LTO
-SQLite library, "Possibly corrupted debuginfo file", and named a BOLTed -O2 one's files `<built-in>`). So the
-code BOLT moved has no file and line under valgrind (`???`), and the per-function diff matches such a function
-to the base build's by its name alone (`measure.functions.diff`).
+symbols, so valgrind names every function as in any other build. It does not keep the DWARF: llvm-bolt drops
+it from what it writes ("debug info will be stripped from the binary", its log says) unless it is told to rewrite
+it (`--update-debug-sections`), and the DWARF so rewritten is beyond valgrind 3.19 (it gave up reading a BOLTed
+PGO + LTO SQLite library, "Possibly corrupted debuginfo file", and named a BOLTed -O2 one's files `<built-in>`).
+So a BOLTed build's functions have no file and line under valgrind (`???`), and the per-function diff matches
+each to the base build's by its name alone (`measure.functions.diff`).
 """
 
 from __future__ import annotations

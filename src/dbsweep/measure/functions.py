@@ -64,7 +64,7 @@ _SUBPOSITION = re.compile(r"[+-]?(?:0x[0-9a-fA-F]+|\d+)|\*")
 class FunctionCost:
     """What one function cost: in one file (total Ir) or per operation."""
 
-    function: str  # as valgrind writes it; callgrind's recursion levels ("name'2") are kept apart
+    function: str  # as valgrind writes it; callgrind's recursion levels ("name'2") are merged with clones
     file: str  # source file; "???" without debug info
     line: int | None  # the smallest source line with cost in the function: about where it starts
     object: str | None  # the ELF object (callgrind's ob=); None from cachegrind
@@ -516,12 +516,16 @@ class FunctionChange:
 # The suffixes gcc gives the copies it makes of a function (a part split off, an LTO-private or constant-
 # propagated copy, its cold path; several at once, each numbered or not), and clang's ThinLTO `.llvm.<n>`: two
 # builds of the same code name them differently, and one build may run a function and its copies. A C++ name is
-# demangled with the suffix in brackets (`f(int) [clone .constprop.0]`). Callgrind marks a recursion's deeper
-# levels `name'2`: that stays.
+# demangled with the suffix in brackets (`f(int) [clone .constprop.0]`). Callgrind names a recursion's deeper
+# levels `name'2`, `name'3`: one function too, whose own cost is the sum of its levels' (and the outer level's
+# inclusive cost holds the deeper ones'). A binary BOLT split makes such levels of code that does not recurse:
+# callgrind takes the jump into a split-off cold part for a call, and the jump back for a call of the function
+# again, so the cost of the function's hot code moves between `f` and `f'2` from one build to the next.
 _CLONE = re.compile(
     r"(?:\.(?:part|isra|constprop|lto_priv|cold|localalias|clone|llvm)(?:\.\d+)?"
     r"|\s*\[clone \.[\w.]+\])+(?=(?:'\d+)?$)"
 )
+_LEVEL = re.compile(r"'\d+$")
 # Where a build compiles: the build cache's temporary directory (`.tmp-<key>/build/`, renamed once built, so
 # the path names nothing that exists), or an unpacked source of the workspace's source cache
 # (`sources/debian/<package>_<version>/tree/`, `sources/git/trees/<commit>/tree/`, `sources/tarball/<digest>/tree/`,
@@ -535,9 +539,9 @@ _BUILD_ROOT = re.compile(
 
 
 def function_name(function: str) -> str:
-    """A function's name without gcc's clone suffixes: `heap_update.constprop.0` and `heap_update` are one
-    function."""
-    return _CLONE.sub("", function)
+    """A function's name without gcc's clone suffixes and callgrind's recursion levels: `heap_update.constprop.0`,
+    `heap_update'2` and `heap_update` are one function."""
+    return _CLONE.sub("", _LEVEL.sub("", function))
 
 
 def source_path(file: str) -> str:
